@@ -1,0 +1,28 @@
+# `make test`: set up .venv and run the tests.  `make demo`: set up .venv and run the default
+# comparison on whatever hardware is here, writing reports/latest/.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+HAS_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes)
+# Without a GPU only the CPU pieces install; torch comes first as a pinned CPU-capable build so no
+# unpinned requirement pulls gigabytes of CUDA wheels.
+EXTRAS := $(if $(HAS_GPU),all,cpu,test)
+
+.PHONY: test demo clean
+
+$(VENV)/.installed: pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
+	touch $@
+
+test: $(VENV)/.installed
+	$(PY) -m pytest
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/ways run --out reports/latest
+	$(VENV)/bin/ways report reports/latest/results.json
+
+clean:
+	rm -rf $(VENV) reports/latest .pytest_cache .benchmarks

@@ -1,0 +1,113 @@
+"""What a backend is. Subclasses live in backends/<name>/__init__.py and import no GPU library
+at module level: tools are imported inside methods, in the worker process that runs them."""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+
+import numpy as np
+
+from harness import gpu
+
+
+class StreamHandle:
+    """A raw CUDA stream handle in the `__cuda_stream__` protocol that CuPy, torch, numba and
+    cuda.core accept."""
+
+    def __init__(self, handle: int):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
+
+
+class Unavailable(RuntimeError):
+    """The tool cannot run here; the message says why."""
+
+
+class Backend:
+    name = ""                       # the folder's name, set by discovery
+    variants: tuple[str, ...] = ("",)
+    extra = ""                      # the pyproject extra that installs the tool
+    distributions: tuple[str, ...] = ()   # package names whose versions go into the results
+    min_compute_capability = (7, 0)
+    min_driver_cuda = (12, 0)
+    cache_vars: dict[str, str] = {}       # JIT cache env var -> sub-folder of the run's cache dir
+
+    # -- what a subclass declares ---------------------------------------------------------
+    def modules(self, variant: str) -> tuple[str, ...]:
+        """Import names the variant needs (checked without importing them)."""
+        return ()
+
+    def extra_for(self, variant: str) -> str:
+        """The pyproject extra that installs what the variant needs."""
+        return self.extra
+
+    def device(self, variant: str) -> str:
+        """'cuda', or 'cpu' for a variant that runs on the host."""
+        return "cuda"
+
+    def load(self, variant: str):
+        """Import the tool and check the device; raise Unavailable with the reason."""
+
+    def supports(self, problem: str, case, variant: str) -> str | None:
+        """None, or why this backend cannot take the case (dtype, size) at all."""
+        return None
+
+    def to_device(self, a: np.ndarray, dtype: str, variant: str):
+        raise NotImplementedError
+
+    def to_host(self, x, variant: str) -> np.ndarray:
+        """Device array -> NumPy in storage form (bfloat16 as its uint16 bits), dtype kept."""
+        raise NotImplementedError
+
+    def stream(self, handle: int, variant: str):
+        """The tool's own object for the harness's CUDA stream (given as a raw handle)."""
+        return handle
+
+    def stream_context(self, stream, variant: str):
+        """Entered around build() and run(): makes `stream` current for libraries that use one."""
+        return contextlib.nullcontext()
+
+    def release(self, variant: str) -> None:
+        """Give cached device memory back between cases (caching allocators keep it)."""
+
+    # -- shared ---------------------------------------------------------------------------
+    def label(self, variant: str) -> str:
+        return f"{self.name}[{variant}]" if variant else self.name
+
+    def available(self, variant: str) -> tuple[bool, str]:
+        """Cheap check, no import of the tool: packages present, GPU new enough. Never raises."""
+        try:
+            missing = [m for m in self.modules(variant) if not _installed(m)]
+            if missing:
+                extra = self.extra_for(variant)
+                hint = f" (pip install '.[{extra}]')" if extra else ""
+                return False, f"missing {', '.join(missing)}{hint}"
+            if self.device(variant) != "cuda":
+                return True, ""
+            found = gpu.gpus()
+            if not found:
+                return False, "no NVIDIA GPU (nvidia-smi lists none)"
+            cc = gpu.version_tuple(found[0]["compute_capability"])
+            if cc < self.min_compute_capability:
+                need = ".".join(map(str, self.min_compute_capability))
+                return False, f"compute capability {found[0]['compute_capability']} < {need}"
+            driver = gpu.version_tuple(found[0]["driver_cuda"])
+            if driver and driver < self.min_driver_cuda:
+                need = ".".join(map(str, self.min_driver_cuda))
+                return False, f"driver supports CUDA {found[0]['driver_cuda']} < {need}"
+            return True, ""
+        except Exception as exc:   # never raise from here: report it as the reason
+            return False, f"availability check failed: {exc!r}"
+
+    def cache_env(self, tmpdir: str) -> dict[str, str]:
+        return {var: os.path.join(tmpdir, sub) for var, sub in self.cache_vars.items()}
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False

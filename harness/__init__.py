@@ -1,0 +1,1 @@
+"""The lab's harness: registry, workers, checks, timing, results, CLI. Imports no GPU library."""

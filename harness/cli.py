@@ -1,0 +1,205 @@
+"""`ways`: list, env, run, report. Errors a user can cause end here in one line and exit 2."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import backends
+import problems
+from harness import gpu, registry
+from problems.base import dtype_of
+
+
+class UsageError(Exception):
+    pass
+
+
+def parse_shape(text: str) -> dict[str, int]:
+    shape = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise UsageError(f"malformed --shape {text!r}: expected KEY=INT[,KEY=INT...], e.g. M=4096,N=4096,K=1024")
+        try:
+            number = int(value, 0)
+        except ValueError:
+            raise UsageError(f"--shape {key}={value!r} is not an integer")
+        if number < 1:
+            raise UsageError(f"--shape {key}={number} must be positive")
+        shape[key] = number
+    return shape
+
+
+def _memory_limits() -> list[tuple[str, int]]:
+    limits = [("host memory", os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))]
+    for g in gpu.gpus()[:1]:
+        if g.get("memory_mib"):
+            limits.append((f"GPU memory ({g['name']})", g["memory_mib"] << 20))
+    return limits
+
+
+def custom_case(args):
+    if args.shape is None:
+        return None
+    if len(args.problem or []) != 1:
+        raise UsageError("--shape needs exactly one -p PROBLEM")
+    problem = problems.get(args.problem[0])
+    try:
+        case = problem.custom_case(parse_shape(args.shape), args.dtype or problem.dtypes[0])
+    except ValueError as exc:
+        raise UsageError(str(exc))
+    need = problem.footprint(case)
+    for what, have in _memory_limits():
+        factor = 4 if what == "host memory" else 1     # the host also holds the float64 reference
+        if need * factor > have:
+            raise UsageError(f"--shape {args.shape} needs {need * factor / 2**30:.1f} GiB, more than the "
+                             f"{have / 2**30:.1f} GiB of {what}")
+    return case
+
+
+def writable_dir(path: str) -> Path:
+    p = Path(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        probe = p / f".ways-write-test-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"output directory {path!r} is not writable: {exc.strerror or exc}")
+    return p
+
+
+def cmd_list(args) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+    console = Console()
+    names = problems.names()
+    table = Table(title="problems x backends (✓ runs here, ✗ unavailable, · no implementation)")
+    table.add_column("backend")
+    for p in names:
+        table.add_column(p, justify="center")
+    reasons = {}
+    for b in backends.names():
+        backend = backends.get(b)
+        have = set(backends.problems_of(b))
+        for v in backend.variants:
+            ok, why = backend.available(v)
+            if not ok:
+                reasons[backend.label(v)] = why
+            table.add_row(escape(backend.label(v)), *[("✓" if ok else "✗") if p in have else "·" for p in names])
+    console.print(table)
+    for label, why in reasons.items():
+        console.print(escape(f"  {label}: {why}"))
+    return 0
+
+
+def cmd_env(args) -> int:
+    from harness import env
+    info = env.collect()
+    print(f"python   {info['python']} ({info['platform']})")
+    print(f"commit   {info['git_commit'] or '?'}")
+    if info["gpus"]:
+        for g in info["gpus"]:
+            print(f"gpu      {g['name']} (cc {g['compute_capability']}, {g['memory_mib']} MiB), driver "
+                  f"{g['driver']} (CUDA {g['driver_cuda']}), max clocks SM {g['max_sm_clock_mhz']} MHz, "
+                  f"memory {g['max_mem_clock_mhz']} MHz")
+    else:
+        print("gpu      none found (nvidia-smi lists no GPU)")
+    for name, version in info["versions"].items():
+        print(f"package  {name} {version}")
+    for b in backends.names():
+        backend = backends.get(b)
+        for v in backend.variants:
+            ok, why = backend.available(v)
+            print(f"backend  {backend.label(v):22s} {'available' if ok else 'unavailable: ' + why}")
+    return 0
+
+
+def cmd_run(args) -> int:
+    from harness.runner import Options, Run
+    from harness.progress import RichProgress
+    from harness.summary import print_summary
+    try:
+        registry.select(args.problem, args.backend)
+    except ValueError as exc:
+        raise UsageError(str(exc))
+    if args.dtype and args.shape is None:
+        try:
+            dtype_of(args.dtype)
+        except ValueError as exc:
+            raise UsageError(str(exc))
+    case = custom_case(args)
+    kinds = {"test": ("test",), "bench": ("bench",), "all": ("test", "bench")}[args.cases]
+    out = writable_dir(args.out)
+    opts = Options(problems=args.problem or [], backends=args.backend or [], kinds=kinds, custom=case,
+                   out=out, item_timeout=args.timeout, measure_compile=not args.no_compile,
+                   compile_repeats=args.compile_repeats,
+                   dtype=dtype_of(args.dtype).name if args.dtype and case is None else None)
+    doc = Run(opts, RichProgress()).execute()
+    print_summary(doc)
+    print(f"results: {out / 'results.json'}, {out / 'summary.csv'}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from harness import report
+    path = Path(args.results)
+    if not path.is_file():
+        raise UsageError(f"no results file at {path}")
+    try:
+        doc = json.loads(path.read_text())
+        doc["records"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        raise UsageError(f"{path} is not a ways results file")
+    out = writable_dir(args.out) if args.out else path.parent
+    text = report.markdown(doc)
+    (out / "report.md").write_text(text + "\n")
+    print(text)
+    print(f"\nwritten: {out / 'report.md'}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="ways", description="1,001 ways to write a CUDA kernel in Python")
+    sub = ap.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="problems x backends, with availability").set_defaults(fn=cmd_list)
+    sub.add_parser("env", help="GPU, driver, versions, what each backend lacks").set_defaults(fn=cmd_env)
+    run = sub.add_parser("run", help="check (and on a GPU, time) implementations")
+    run.add_argument("-p", "--problem", action="append", help=f"one of {', '.join(problems.names())} (repeatable)")
+    run.add_argument("-b", "--backend", action="append",
+                     help="backend or backend[variant], e.g. array_api[torch] (repeatable)")
+    run.add_argument("--cases", choices=("test", "bench", "all"), default="all")
+    run.add_argument("--shape", help="your own case, e.g. M=4096,N=4096,K=1024 (with one -p)")
+    run.add_argument("--dtype", help="float32|float16|bfloat16 (or fp32, fp16, bf16)")
+    run.add_argument("--out", default="reports/latest", help="output directory (default reports/latest)")
+    run.add_argument("--timeout", type=float, default=600.0, help="seconds one case may take (default 600)")
+    run.add_argument("--no-compile", action="store_true", help="skip the cold/warm compile-time processes")
+    run.add_argument("--compile-repeats", type=int, default=3, help="processes each for cold and warm (default 3)")
+    run.set_defaults(fn=cmd_run)
+    rep = sub.add_parser("report", help="Markdown summary of a results.json")
+    rep.add_argument("results")
+    rep.add_argument("--out", help="where report.md goes (default: beside the results)")
+    rep.set_defaults(fn=cmd_report)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except (UsageError, KeyError) as exc:
+        msg = exc.args[0] if exc.args else str(exc)
+        print(f"ways: error: {msg}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ways: interrupted; results.jsonl keeps what was measured", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""The environment a run happened in: versions (read from package metadata, nothing imported),
+GPU facts, git commit."""
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import backends
+from harness import gpu
+
+ROOT = Path(__file__).resolve().parent.parent
+ALWAYS = ("numpy", "rich", "cuda-core", "cuda-bindings", "cuda-bench", "nvidia-ml-py")
+
+
+def versions() -> dict[str, str]:
+    names = set(ALWAYS)
+    for b in backends.names():
+        names.update(backends.get(b).distributions)
+    found = {}
+    for n in sorted(names):
+        try:
+            found[n] = importlib.metadata.version(n)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return found
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return out.stdout.strip() + ("+dirty" if dirty else "") if out.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def collect() -> dict:
+    return {"python": sys.version.split()[0], "platform": platform.platform(),
+            "machine": platform.machine(), "cpu_count": _cpu_count(), "git_commit": git_commit(),
+            "gpus": list(gpu.gpus()), "versions": versions(), "device": None}
+
+
+def _cpu_count():
+    import os
+    return os.cpu_count()

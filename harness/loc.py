@@ -1,0 +1,96 @@
+"""Lines of code of an implementation file, counted with tokenize.
+
+A line is a logical line (one statement, however many physical lines it wraps over); comments,
+blank lines and docstrings do not count. A multi-line string literal (a C++ kernel source) counts
+each non-blank line it spans. Kernel lines are those inside functions whose decorator marks a
+device kernel (`@*.kernel`, `@*.func`, `@cuda.jit`, `@triton.jit`) and module-level multi-line
+string constants (kernel sources); everything else is host code.
+"""
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+KERNEL_DECORATOR_TAILS = {"kernel", "func"}
+KERNEL_DECORATORS = {"cuda.jit", "triton.jit", "numba.cuda.jit"}
+SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+        tokenize.ENCODING, tokenize.ENDMARKER}
+
+
+@dataclass(frozen=True)
+class Loc:
+    total: int
+    kernel: int
+
+    @property
+    def host(self) -> int:
+        return self.total - self.kernel
+
+
+def count_file(path: str | Path) -> Loc:
+    return count_source(Path(path).read_text())
+
+
+def count_source(source: str) -> Loc:
+    tree = ast.parse(source)
+    docstrings = _docstring_lines(tree)
+    kernel_spans = _kernel_spans(tree)
+    total = kernel = 0
+    line: list[tokenize.TokenInfo] = []
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type not in SKIP:
+            line.append(tok)
+        if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER) and line:
+            start = line[0].start[0]
+            if start not in docstrings:
+                weight = 1 + sum(_extra_string_lines(t) for t in line if t.type == tokenize.STRING)
+                total += weight
+                if any(a <= start <= b for a, b in kernel_spans):
+                    kernel += weight
+            line = []
+    return Loc(total, kernel)
+
+
+def _extra_string_lines(tok: tokenize.TokenInfo) -> int:
+    """Non-blank lines after the first (which the statement counts), quote-only lines excluded."""
+    return sum(1 for s in tok.string.splitlines()[1:] if s.strip().strip("\"'"))
+
+
+def _docstring_lines(tree: ast.Module) -> set[int]:
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                lines.add(body[0].lineno)
+    return lines
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Call):
+        return _dotted(node.func)
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _is_kernel_decorator(dec: ast.AST) -> bool:
+    name = _dotted(dec)
+    return name.rsplit(".", 1)[-1] in KERNEL_DECORATOR_TAILS or name in KERNEL_DECORATORS
+
+
+def _kernel_spans(tree: ast.Module) -> list[tuple[int, int]]:
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                any(_is_kernel_decorator(d) for d in node.decorator_list):
+            spans.append((min(d.lineno for d in node.decorator_list), node.end_lineno))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) \
+                and isinstance(node.value.value, str) and node.end_lineno > node.lineno:
+            spans.append((node.lineno, node.end_lineno))
+    return spans

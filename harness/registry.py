@@ -1,0 +1,60 @@
+"""Which (backend, variant, problem) implementations exist, and which cases a run asks for."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import backends
+import problems
+from problems.base import Case
+
+
+@dataclass(frozen=True)
+class Impl:
+    backend: str
+    variant: str
+    problem: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.backend}[{self.variant}]" if self.variant else self.backend
+
+
+def implementations() -> list[Impl]:
+    """Every pair backends/<b>/<problem>.py, times the backend's variants. Imports no GPU library."""
+    known = set(problems.names())
+    return [Impl(b, v, p) for b in backends.names() for p in backends.problems_of(b) if p in known
+            for v in backends.get(b).variants]
+
+
+def parse_backend(spec: str) -> tuple[str, str | None]:
+    """'array_api' -> ('array_api', None) (all variants); 'array_api[torch]' -> ('array_api', 'torch')."""
+    m = re.fullmatch(r"([A-Za-z0-9_]+)(?:\[([A-Za-z0-9_]*)\])?", spec.strip())
+    if not m or m.group(1) not in backends.names():
+        raise ValueError(f"unknown backend {spec!r} (valid: {', '.join(backends.names())})")
+    name, variant = m.group(1), m.group(2)
+    if variant is not None and variant not in backends.get(name).variants:
+        valid = ", ".join(backends.get(name).variants)
+        raise ValueError(f"backend {name} has no variant {variant!r} (valid: {valid})")
+    return name, variant
+
+
+def select(problem_names=None, backend_specs=None) -> list[Impl]:
+    for p in problem_names or []:
+        if p not in problems.names():
+            raise ValueError(f"unknown problem {p!r} (valid: {', '.join(problems.names())})")
+    wanted = [parse_backend(s) for s in backend_specs or []]
+    chosen = []
+    for impl in implementations():
+        if problem_names and impl.problem not in problem_names:
+            continue
+        if wanted and not any(b == impl.backend and v in (None, impl.variant) for b, v in wanted):
+            continue
+        chosen.append(impl)
+    return chosen
+
+
+def cases_for(problem: str, kinds: tuple[str, ...], custom: Case | None = None) -> list[Case]:
+    if custom is not None:
+        return [custom]
+    return [c for c in problems.get(problem).cases() if c.kind in kinds]

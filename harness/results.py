@@ -1,0 +1,116 @@
+"""Results: JSON Lines while running, then one summary JSON (schema-versioned) and summary.csv."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).with_name("results.schema.json")
+STATUSES = ("ok", "wrong", "failed", "unavailable", "not_applicable", "compile_only")
+CSV_COLUMNS = ("problem", "case", "kind", "dtype", "backend", "variant", "status", "reason",
+               "compile_cold_s", "compile_warm_s", "first_call_s", "loc", "kernel_loc",
+               "device_ms_cold", "device_ms_warm", "host_ms", "achieved", "unit", "pct_of_peak",
+               "max_rel_err")
+
+
+def new_record(problem: str, case, backend: str, variant: str) -> dict:
+    """A result row for one implementation x case, every field present."""
+    return {"problem": problem, "case": case.name, "kind": case.kind, "dtype": case.dtype,
+            "shape": dict(case.shape), "backend": backend, "variant": variant,
+            "status": "failed", "reason": "", "error": "",
+            "seeds": [], "max_abs_err": None, "max_rel_err": None,
+            "build_s": None, "first_call_s": None,
+            "compile": None, "loc": None, "work": None, "timing": None}
+
+
+def finite_or_none(x):
+    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+class JsonlWriter:
+    """Appends one JSON object a line and flushes it: an interrupted run keeps what it measured."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._f = open(path, "w")
+
+    def write(self, obj: dict) -> None:
+        self._f.write(json.dumps(obj, allow_nan=False) + "\n")
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    lines = Path(path).read_text().splitlines()
+    return [json.loads(x) for x in lines if x.strip()]
+
+
+def merge(lines: list[dict]) -> dict:
+    """Summary document from the JSONL lines: compile figures joined onto their records."""
+    header = next(x for x in lines if x["type"] == "run")
+    records = [x["record"] for x in lines if x["type"] == "record"]
+    compiles = {(c["backend"], c["variant"], c["problem"]): c["compile"]
+                for c in (x for x in lines if x["type"] == "compile")}
+    for r in records:
+        r["compile"] = compiles.get((r["backend"], r["variant"], r["problem"]), r["compile"])
+    end = next((x for x in lines if x["type"] == "end"), None)
+    environment = dict(header["environment"])
+    for x in lines:
+        if x["type"] == "device":
+            environment["device"] = {**(environment.get("device") or {}), **x["device"]}
+        elif x["type"] == "gpu_state":
+            environment[f"gpu_state_{x['when']}"] = x["state"]
+    doc = {"schema_version": SCHEMA_VERSION, "run": {**header["run"], **(end["run"] if end else {})},
+           "environment": environment, "records": records,
+           "crosscheck": [x["crosscheck"] for x in lines if x["type"] == "crosscheck"]}
+    doc["run"]["complete"] = end is not None
+    extra = [x for x in lines if x["type"] == "references"]
+    doc["references"] = extra[-1]["references"] if extra else None
+    return doc
+
+
+def csv_row(r: dict) -> dict:
+    comp = r.get("compile") or {}
+    loc = r.get("loc") or {}
+    t = r.get("timing") or {}
+    row = {"problem": r["problem"], "case": r["case"], "kind": r["kind"], "dtype": r["dtype"],
+           "backend": r["backend"], "variant": r["variant"], "status": r["status"],
+           "reason": r["reason"], "compile_cold_s": comp.get("cold_s"),
+           "compile_warm_s": comp.get("warm_s"), "first_call_s": r.get("first_call_s"),
+           "loc": loc.get("total"), "kernel_loc": loc.get("kernel"),
+           "device_ms_cold": t.get("device_ms_cold"), "device_ms_warm": t.get("device_ms_warm"),
+           "host_ms": t.get("host_ms"), "achieved": t.get("achieved"), "unit": t.get("unit"),
+           "pct_of_peak": t.get("pct_of_peak"), "max_rel_err": r.get("max_rel_err")}
+    return {k: "" if v is None else v for k, v in row.items()}
+
+
+def atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def write_summary(doc: dict, out_dir: Path) -> tuple[Path, Path]:
+    json_path, csv_path = out_dir / "results.json", out_dir / "summary.csv"
+    atomic_write(json_path, json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    import io
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    for r in doc["records"]:
+        w.writerow(csv_row(r))
+    atomic_write(csv_path, buf.getvalue())
+    return json_path, csv_path
+
+
+def validate(doc: dict) -> None:
+    """Raise jsonschema.ValidationError if `doc` does not follow the schema."""
+    import jsonschema
+    jsonschema.validate(doc, json.loads(SCHEMA_PATH.read_text()))

@@ -1,0 +1,228 @@
+"""`ways run`: plan the work, run each backend variant's share in its own worker, stream the
+records to results.jsonl, then measure compile times, cross-check outputs and write the summary."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import backends
+import problems
+from harness import crosscheck, env, gpu, loc, registry, results, roofline, supervise
+from harness.registry import Impl
+from problems.base import Case
+
+
+@dataclass
+class Options:
+    problems: list[str] = field(default_factory=list)
+    backends: list[str] = field(default_factory=list)
+    kinds: tuple[str, ...] = ("test", "bench")
+    custom: Case | None = None
+    dtype: str | None = None          # keep only built-in cases of this dtype
+    out: Path = Path("reports/latest")
+    item_timeout: float = 600.0
+    startup_timeout: float = 300.0
+    compile_repeats: int = 3
+    measure_compile: bool = True
+
+
+@dataclass
+class Job:
+    """One worker's share: one implementation over its cases."""
+    impl: Impl
+    cases: list[Case]
+
+
+def plan(opts: Options) -> list[Job]:
+    impls = registry.select(opts.problems, opts.backends)
+    if "bench" in opts.kinds or opts.custom is not None:
+        impls += vendor_references(impls)
+    jobs = [Job(i, [c for c in registry.cases_for(i.problem, opts.kinds, opts.custom)
+                    if opts.dtype in (None, c.dtype)]) for i in impls]
+    # Problem-major order, rotating which backend goes first: no backend owns one thermal state.
+    by_problem: dict[str, list[Job]] = {}
+    for j in jobs:
+        by_problem.setdefault(j.impl.problem, []).append(j)
+    ordered = []
+    for k, p in enumerate(sorted(by_problem)):
+        group = by_problem[p]
+        shift = k % len(group)
+        ordered += group[shift:] + group[:shift]
+    return [j for j in ordered if j.cases]
+
+
+def vendor_references(impls: list[Impl]) -> list[Impl]:
+    """Compute-bound problems are judged against their vendor library: add its rows if missing."""
+    labels = {(i.problem, i.label) for i in impls}
+    known = {(i.problem, i.label): i for i in registry.implementations()}
+    extra = []
+    for p in sorted({i.problem for i in impls}):
+        vendor = problems.get(p).vendor
+        if vendor and not any((p, v) in labels for v in vendor):
+            extra += [known[(p, v)] for v in vendor if (p, v) in known]
+    return extra
+
+
+class Run:
+    def __init__(self, opts: Options, progress=None):
+        self.opts = opts
+        self.progress = progress or NullProgress()
+        self.out = Path(opts.out)
+        self.records: list[dict] = []
+
+    def execute(self) -> dict:
+        jobs = plan(self.opts)
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "logs").mkdir(exist_ok=True)
+        started = time.time()
+        writer = results.JsonlWriter(self.out / "results.jsonl")
+        writer.write({"type": "run", "environment": env.collect(), "run": {
+            "id": uuid.uuid4().hex[:12], "started": _iso(started), "argv": sys.argv[1:],
+            "kinds": list(self.opts.kinds), "custom_case": self.opts.custom.to_json() if self.opts.custom else None}})
+        scratch = Path(tempfile.mkdtemp(prefix="ways-"))
+        try:
+            available, skipped = self._availability(jobs)
+            writer.write({"type": "gpu_state", "when": "before", "state": gpu.state()})
+            if any(j.cases[0].kind == "bench" for j in available if self._on_gpu(j)):
+                self.progress.describe("warm-up and peak references")
+                writer.write({"type": "references", "references": self._peaks(scratch)})
+            total = sum(len(j.cases) for j in jobs) + (len(available) if self.opts.measure_compile else 0)
+            self.progress.start(total)
+            for job, reason in skipped:
+                for case in job.cases:
+                    self._emit(writer, self._record(job, case, status="unavailable", reason=reason))
+                    self.progress.advance(f"{job.impl.label} unavailable")
+            for job in available:
+                self._run_job(job, writer, scratch)
+            if self.opts.measure_compile:
+                for job in available:
+                    self.progress.describe(f"compile time: {job.impl.label} {job.impl.problem}")
+                    comp = self._compile_times(job, scratch)
+                    writer.write({"type": "compile", "backend": job.impl.backend, "variant": job.impl.variant,
+                                  "problem": job.impl.problem, "compile": comp})
+                    self.progress.advance(job.impl.label)
+            writer.write({"type": "gpu_state", "when": "after", "state": gpu.state()})
+            for row in crosscheck.pairwise(scratch / "outputs"):
+                writer.write({"type": "crosscheck", "crosscheck": row})
+            finished = time.time()
+            writer.write({"type": "end", "run": {"finished": _iso(finished),
+                                                 "duration_s": round(finished - started, 3)}})
+        finally:
+            writer.close()
+            shutil.rmtree(scratch, ignore_errors=True)
+            self.progress.stop()
+        doc = summarize(self.out / "results.jsonl")
+        results.write_summary(doc, self.out)
+        return doc
+
+    # -- pieces ---------------------------------------------------------------------------
+    def _availability(self, jobs):
+        ok, skipped = [], []
+        for job in jobs:
+            good, reason = backends.get(job.impl.backend).available(job.impl.variant)
+            (ok.append(job) if good else skipped.append((job, reason)))
+        return ok, skipped
+
+    def _on_gpu(self, job: Job) -> bool:
+        return backends.get(job.impl.backend).device(job.impl.variant) == "cuda"
+
+    def _peaks(self, scratch: Path) -> dict:
+        try:
+            return supervise.run_json(["peaks"], supervise.worker_env({}), self.opts.item_timeout,
+                                      self.out / "logs" / "peaks.log")
+        except RuntimeError as exc:
+            return {"error": str(exc)[-2000:]}
+
+    def _record(self, job: Job, case: Case, **fields) -> dict:
+        rec = results.new_record(job.impl.problem, case, job.impl.backend, job.impl.variant)
+        rec.update(fields)
+        return rec
+
+    def _emit(self, writer, rec: dict) -> None:
+        if rec.get("loc") is None:
+            count = loc.count_file(backends.source_path(rec["backend"], rec["problem"]))
+            rec["loc"] = {"total": count.total, "kernel": count.kernel, "host": count.host}
+        if rec.get("work") is None:
+            problem = problems.get(rec["problem"])
+            case = Case(rec["case"], rec["kind"], rec["dtype"], rec["shape"])
+            nbytes, flops = problem.work(case)
+            rec["work"] = {"bytes": nbytes, "flops": flops}
+        self.records.append(rec)
+        writer.write({"type": "record", "record": rec})
+
+    def _run_job(self, job: Job, writer, scratch: Path) -> None:
+        impl = job.impl
+        backend = backends.get(impl.backend)
+        cache = scratch / "cache" / impl.label
+        environ = supervise.worker_env(backend.cache_env(str(cache)))
+        items = [{"problem": impl.problem, "case": c.to_json()} for c in job.cases]
+
+        def on_event(index, event):
+            if event["event"] == "start":
+                self.progress.describe(f"{impl.label} {impl.problem} {job.cases[index].name}")
+            elif event["event"] == "done":
+                self._emit(writer, event["record"])
+                self.progress.advance(impl.label)
+            elif event["event"] == "device":
+                writer.write({"type": "device", "device": event["properties"]})
+
+        def on_lost(index, message):
+            self._emit(writer, self._record(job, job.cases[index], status="failed", error=message))
+            self.progress.advance(impl.label)
+
+        supervise.run_items(impl.backend, impl.variant, items, scratch,
+                            self.out / "logs" / f"{impl.label}.{impl.problem}.log", environ,
+                            self.opts.item_timeout, self.opts.startup_timeout, on_event, on_lost)
+
+    def _compile_times(self, job: Job, scratch: Path) -> dict:
+        """Cold: fresh processes, each with an empty JIT cache. Warm: fresh processes on a filled one."""
+        impl = job.impl
+        backend = backends.get(impl.backend)
+        log = self.out / "logs" / f"{impl.label}.{impl.problem}.compile.log"
+        args = ["compile", "--backend", impl.backend, "--variant", impl.variant, "--problem", impl.problem]
+        cold, warm, first_calls, case = [], [], [], None
+        try:
+            caches = [Path(tempfile.mkdtemp(dir=scratch, prefix="cache-")) for _ in range(self.opts.compile_repeats)]
+            for cache in caches:
+                r = supervise.run_json(args, supervise.worker_env(backend.cache_env(str(cache))),
+                                       self.opts.item_timeout, log)
+                if r.get("not_applicable"):
+                    return {"case": None, "error": r["not_applicable"]}
+                cold.append(r["build_s"])
+                first_calls.append(r["first_call_s"])
+                case = r["case"]
+            for _ in range(self.opts.compile_repeats):
+                r = supervise.run_json(args, supervise.worker_env(backend.cache_env(str(caches[0]))),
+                                       self.opts.item_timeout, log)
+                warm.append(r["build_s"])
+        except RuntimeError as exc:
+            return {"case": case, "error": str(exc)[-2000:], "cold_samples": cold, "warm_samples": warm}
+        return {"case": case, "cold_s": statistics.median(cold), "warm_s": statistics.median(warm),
+                "first_call_s": statistics.median(first_calls), "cold_samples": cold, "warm_samples": warm,
+                "processes": len(cold) + len(warm)}
+
+
+def summarize(jsonl: Path) -> dict:
+    """The summary document of a results.jsonl, rates and % of peak filled in."""
+    doc = results.merge(results.read_jsonl(jsonl))
+    roofline.apply(doc)
+    return doc
+
+
+class NullProgress:
+    def start(self, total): pass
+    def advance(self, label): pass
+    def describe(self, text): pass
+    def stop(self): pass
+
+
+def _iso(t: float) -> str:
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,167 @@
+"""Timing engines that need no nvbench: CUDA events through cuda.core (same method as nvbench's
+cold/batch measurement) and a host timer for CPU variants; plus the host-side call costs.
+
+Method (both GPU engines): warm-up calls first; cold samples each follow an L2 flush (a memset of
+twice the L2 size, outside the timed window); sampling stops once the relative standard deviation
+is under `max_noise` after `min_samples` and `min_time` of accumulated device time, or at `timeout`
+(which one is recorded); samples taken while the SM clock is under 75% of its maximum are dropped.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+MAX_NOISE = 0.005
+MIN_SAMPLES = 10
+MIN_TIME_S = 0.5
+TIMEOUT_S = 15.0
+THROTTLE_FRACTION = 0.75
+
+
+@dataclass
+class Criterion:
+    max_noise: float = MAX_NOISE
+    min_samples: int = MIN_SAMPLES
+    min_time_s: float = MIN_TIME_S
+    timeout_s: float = TIMEOUT_S
+
+
+def summarize(samples_s: list[float]) -> dict:
+    """Median, quartiles, mean, relative noise of samples in seconds (reported in ms)."""
+    if not samples_s:
+        return {"samples": 0}
+    qs = statistics.quantiles(samples_s, n=4) if len(samples_s) > 1 else [samples_s[0]] * 3
+    mean = statistics.fmean(samples_s)
+    noise = statistics.stdev(samples_s) / mean if len(samples_s) > 1 and mean > 0 else None
+    return {"median_ms": qs[1] * 1e3, "q1_ms": qs[0] * 1e3, "q3_ms": qs[2] * 1e3, "mean_ms": mean * 1e3,
+            "min_ms": min(samples_s) * 1e3, "noise": noise, "samples": len(samples_s)}
+
+
+def _done(samples, crit: Criterion, started: float) -> str | None:
+    if time.perf_counter() - started > crit.timeout_s:
+        return "timeout"
+    if len(samples) >= max(crit.min_samples, 5) and sum(samples) >= crit.min_time_s:
+        if statistics.stdev(samples) / statistics.fmean(samples) < crit.max_noise:
+            return "noise"
+    return None
+
+
+def host_call_costs(run, sync, budget_s: float = 0.3, max_calls: int = 200) -> dict:
+    """Wall time of a synchronized call (what a Python caller waits for) and of the dispatch alone
+    (run() returning, work still queued): the launch overhead a tool adds."""
+    sync()
+    calls, launches = [], []
+    started = time.perf_counter()
+    while len(calls) < 5 or (time.perf_counter() - started < budget_s and len(calls) < max_calls):
+        t0 = time.perf_counter()
+        run()
+        t1 = time.perf_counter()
+        sync()
+        t2 = time.perf_counter()
+        launches.append(t1 - t0)
+        calls.append(t2 - t0)
+    return {"host_ms": statistics.median(calls) * 1e3, "launch_us": statistics.median(launches) * 1e6,
+            "host_samples": len(calls)}
+
+
+HOST_TIMEOUT_S = 3.0      # a CPU baseline rarely gets under 0.5% noise: do not wait 15 s for it
+
+
+def host_engine(run, crit: Criterion | None = None) -> dict:
+    """CPU variants: wall-clock samples of run(), same stopping rule, shorter time limit."""
+    crit = crit or Criterion(timeout_s=HOST_TIMEOUT_S)
+    run()
+    samples, started, stop = [], time.perf_counter(), None
+    while stop is None:
+        t0 = time.perf_counter()
+        run()
+        samples.append(time.perf_counter() - t0)
+        stop = _done(samples, crit, started)
+    s = summarize(samples)
+    return {"engine": "host-timer", "device_ms_cold": None, "device_ms_warm": None,
+            "cold": None, "warm": None, "host": s, "stopped_by": stop, "host_ms": s["median_ms"]}
+
+
+class EventEngine:
+    """CUDA events through cuda.core on the worker's stream."""
+
+    def __init__(self, device, crit: Criterion | None = None):
+        from cuda.core import EventOptions
+        self.dev = device.device
+        self.stream = device.stream
+        self.crit = crit or Criterion()
+        timing = EventOptions(timing_enabled=True)
+        self.start, self.stop = self.dev.create_event(timing), self.dev.create_event(timing)
+        self.flush = self.dev.allocate(2 * self.dev.properties.l2_cache_size, stream=self.stream)
+        self.clock = _SmClock()
+
+    def _elapsed_ms(self) -> float:
+        self.stop.sync()
+        return self.stop - self.start
+
+    def cold(self, run) -> dict:
+        run()                                        # warm-up: lazy loading, first-call JIT
+        samples, throttled, clocks = [], 0, []
+        started, stop = time.perf_counter(), None
+        while stop is None:
+            self.flush.fill(0, stream=self.stream)
+            self.stream.record(self.start)
+            run()
+            self.stream.record(self.stop)
+            ms = self._elapsed_ms()
+            mhz = self.clock.read()
+            if mhz is not None and mhz < THROTTLE_FRACTION * self.clock.max_mhz:
+                throttled += 1
+                time.sleep(0.05)
+            else:
+                samples.append(ms / 1e3)
+                if mhz is not None:
+                    clocks.append(mhz)
+            stop = _done(samples, self.crit, started) if samples else (
+                "timeout" if time.perf_counter() - started > self.crit.timeout_s else None)
+        s = summarize(samples)
+        s.update(stopped_by=stop, throttled_dropped=throttled,
+                 sm_clock_mhz=statistics.fmean(clocks) if clocks else None)
+        return s
+
+    def warm(self, run, target_s: float = 0.2) -> dict:
+        """Back-to-back launches on hot caches, timed as one batch: per-launch average."""
+        run()
+        self.stream.record(self.start)
+        run()
+        self.stream.record(self.stop)
+        one = max(self._elapsed_ms() / 1e3, 1e-6)
+        batch = int(min(max(target_s / one, 4), 10000))
+        self.stream.record(self.start)
+        for _ in range(batch):
+            run()
+        self.stream.record(self.stop)
+        return {"mean_ms": self._elapsed_ms() / batch, "samples": batch}
+
+    def measure(self, run) -> dict:
+        cold = self.cold(run)
+        warm = self.warm(run)
+        return {"engine": "cuda-events", "cold": cold, "warm": warm,
+                "device_ms_cold": cold.get("median_ms"), "device_ms_warm": warm["mean_ms"],
+                "stopped_by": cold.get("stopped_by")}
+
+
+class _SmClock:
+    """Current SM clock from NVML, where pynvml is installed (else no throttle check)."""
+
+    def __init__(self):
+        self.max_mhz = None
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            self._nvml = pynvml
+            self._handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            self.max_mhz = pynvml.nvmlDeviceGetMaxClockInfo(self._handle, pynvml.NVML_CLOCK_SM)
+        except Exception:
+            self._nvml = None
+
+    def read(self) -> float | None:
+        if self._nvml is None:
+            return None
+        return float(self._nvml.nvmlDeviceGetClockInfo(self._handle, self._nvml.NVML_CLOCK_SM))

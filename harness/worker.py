@@ -1,0 +1,316 @@
+"""One backend variant's work, in a process of its own: check every case, then (bench cases)
+time it. Records go to the parent as JSON lines on a pipe; a crash here costs one item, not the run.
+
+    python -m harness.worker run --backend B --variant V --items ITEMS.json --fd N --scratch DIR
+    python -m harness.worker compile --backend B --variant V --problem P --case C
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+import backends
+import problems
+from backends.base import Unavailable
+from harness import nvbench_engine, results
+from harness.timing import EventEngine, host_call_costs, host_engine
+from harness.device import open_device
+from problems.base import Case, CheckError, decode, poison
+
+N_SEEDS = 3
+
+
+class Session:
+    """A backend variant loaded in this process, with its device and stream."""
+
+    def __init__(self, backend_name: str, variant: str):
+        self.backend = backends.get(backend_name)
+        self.variant = variant
+        self.tool = self.backend.load(variant)
+        self.device = open_device(self.backend.device(variant))
+        self.stream = self.backend.stream(self.device.handle, variant)
+        self.modules: dict[str, object] = {}
+
+    def module(self, problem: str):
+        if problem not in self.modules:
+            self.modules[problem] = backends.implementation(self.backend.name, problem)
+        return self.modules[problem]
+
+    def why_not(self, problem: str, case: Case) -> str | None:
+        reason = self.backend.supports(problem, case, self.variant)
+        supports = getattr(self.module(problem), "supports", None)
+        return reason or (supports(case) if supports else None)
+
+    def upload(self, host: dict, dtype: str) -> dict:
+        return {k: self.backend.to_device(v, dtype, self.variant) if isinstance(v, np.ndarray) else v
+                for k, v in host.items()}
+
+    def prepare(self, problem, case: Case, seed: int):
+        """Fresh inputs, the reference, poisoned outputs, and the implementation built on them."""
+        host_inputs = problem.make_inputs(case, seed)
+        ref = problem.reference(case, host_inputs)
+        inputs = self.upload(host_inputs, case.dtype)
+        outputs = {name: self.backend.to_device(poison(shape, dt), dt, self.variant)
+                   for name, (shape, dt) in problem.output_spec(case).items()}
+        self.device.sync()
+        with self.backend.stream_context(self.stream, self.variant):
+            t0 = time.perf_counter()
+            run = self.module(problem.name).build(case, inputs, outputs, self.stream)
+            self.device.sync()
+            build_s = time.perf_counter() - t0
+        return run, inputs, outputs, ref, build_s
+
+    def call(self, run, outputs: dict) -> tuple[dict, float]:
+        """One synchronized call; the outputs it wrote (or returned) and its wall time."""
+        with self.backend.stream_context(self.stream, self.variant):
+            t0 = time.perf_counter()
+            returned = run()
+            self.device.sync()
+            elapsed = time.perf_counter() - t0
+        return (returned if returned is not None else outputs), elapsed
+
+    def fetch(self, arrays: dict) -> dict:
+        return {k: self.backend.to_host(v, self.variant) for k, v in arrays.items()}
+
+
+def check_case(s: Session, problem, case: Case, rec: dict, scratch: Path | None) -> None:
+    """Every seed: fresh inputs, poisoned outputs, build, one call, compare. Fills `rec`."""
+    seeds = [case.seed + i for i in range(N_SEEDS if case.kind == "test" else 1)]
+    worst_abs = worst_rel = 0.0
+    for i, seed in enumerate(seeds):
+        run, _, outputs, ref, build_s = s.prepare(problem, case, seed)
+        got, first_call = s.call(run, outputs)
+        host = s.fetch(got)
+        if i == 0:
+            rec["build_s"], rec["first_call_s"] = build_s, first_call
+        rec["seeds"].append(seed)
+        try:
+            res = problem.check(host, ref, case)
+        except CheckError as bad:
+            rec.update(status="wrong", error=f"seed {seed}: {bad}",
+                       max_abs_err=results.finite_or_none(bad.result.max_abs_err),
+                       max_rel_err=results.finite_or_none(bad.result.max_rel_err))
+            return
+        worst_abs, worst_rel = max(worst_abs, res.max_abs_err), max(worst_rel, res.max_rel_err)
+        if i == 0 and scratch is not None:
+            save_for_crosscheck(scratch, problem, case, s, host)
+    rec.update(status="ok", max_abs_err=worst_abs, max_rel_err=worst_rel)
+
+
+def save_for_crosscheck(scratch: Path, problem, case: Case, s: Session, host: dict) -> None:
+    folder = scratch / "outputs" / problem.name / case.name
+    folder.mkdir(parents=True, exist_ok=True)
+    label = s.backend.label(s.variant)
+    for name, (_, dt) in problem.output_spec(case).items():
+        if name in host and np.asarray(host[name]).dtype == np.dtype(problems.base.DTYPES[dt].storage):
+            np.save(folder / f"{label}.{name}.npy", decode(host[name], dt, np.float32))
+
+
+class Worker:
+    """Checks test cases, then checks and times bench cases, reporting each on the event pipe."""
+
+    def __init__(self, args, send):
+        self.args, self.send = args, send
+        self.scratch = Path(args.scratch)
+        self.s: Session | None = None
+        self.broken = False        # after a failure the CUDA context may be unusable
+
+    def record(self, problem, case) -> dict:
+        return results.new_record(problem.name, case, self.args.backend, self.args.variant)
+
+    def not_applicable(self, problem, case, rec) -> bool:
+        reason = self.s.why_not(problem.name, case)
+        if reason:
+            rec.update(status="not_applicable", reason=reason)
+        return bool(reason)
+
+    def test_item(self, i, problem, case) -> None:
+        self.send({"event": "start", "item": i})
+        rec = self.record(problem, case)
+        try:
+            if not self.not_applicable(problem, case, rec):
+                check_case(self.s, problem, case, rec, self.scratch)
+        except Exception:
+            rec.update(status="failed", error=traceback.format_exc())
+            self.broken = True
+        self.send({"event": "done", "item": i, "record": rec})
+
+    def bench_item(self, i, problem, case, measure) -> dict | None:
+        """Check on a fresh seed, time with `measure(timed_call)`, re-check the timed output."""
+        self.send({"event": "start", "item": i})
+        rec = self.record(problem, case)
+        s = self.s
+        try:
+            if self.not_applicable(problem, case, rec):
+                return rec
+            run, _, outputs, ref, build_s = s.prepare(problem, case, case.seed)
+            got, first_call = s.call(run, outputs)
+            rec.update(build_s=build_s, first_call_s=first_call, seeds=[case.seed])
+            if not self._checked(problem, case, rec, got, ref, "before timing"):
+                return rec
+            last = {}
+
+            def timed():
+                last["out"] = run()
+
+            with s.backend.stream_context(s.stream, s.variant):
+                timing = measure(timed)
+                if "host_ms" not in timing:
+                    timing.update(host_call_costs(timed, s.device.sync))
+            s.device.sync()
+            rec["timing"] = timing
+            self._checked(problem, case, rec, last["out"] if last.get("out") is not None else outputs,
+                          ref, "after timing")
+            return rec
+        except Exception:
+            rec.update(status="failed", error=traceback.format_exc())
+            self.broken = True
+            return rec
+        finally:
+            s.backend.release(s.variant)
+
+    def _checked(self, problem, case, rec, got, ref, when) -> bool:
+        try:
+            res = problem.check(self.s.fetch(got), ref, case)
+        except CheckError as bad:
+            rec.update(status="wrong", error=f"{when}: {bad}",
+                       max_abs_err=results.finite_or_none(bad.result.max_abs_err),
+                       max_rel_err=results.finite_or_none(bad.result.max_rel_err))
+            return False
+        rec.update(status="ok", max_abs_err=max(rec["max_abs_err"] or 0.0, res.max_abs_err),
+                   max_rel_err=max(rec["max_rel_err"] or 0.0, res.max_rel_err))
+        return True
+
+    def run_bench(self, bench) -> None:
+        if self.s.device.kind == "cpu":
+            for i, problem, case in bench:
+                self.send({"event": "done", "item": i, "record": self.bench_item(i, problem, case, host_engine)})
+                if self.broken:
+                    return
+            return
+        why_not_nvbench = nvbench_engine.available()
+        if why_not_nvbench is None:
+            return self.run_nvbench(bench)
+        engine = EventEngine(self.s.device)
+        for i, problem, case in bench:
+            rec = self.bench_item(i, problem, case, engine.measure)
+            if rec.get("timing"):
+                rec["timing"]["engine_note"] = why_not_nvbench
+            self.send({"event": "done", "item": i, "record": rec})
+            if self.broken:
+                return
+
+    def run_nvbench(self, bench) -> None:
+        measured: dict[str, tuple[int, dict]] = {}
+
+        def benchmark(i, problem, case):
+            def fn(state):
+                if self.broken:
+                    state.skip("an earlier case failed; left for a fresh worker")
+                    return
+                state.set_stream(self.s.device.stream)
+
+                def measure(timed):
+                    state.exec(lambda launch: timed())
+                    return {}
+                rec = self.bench_item(i, problem, case, measure)
+                measured[f"item{i}"] = (i, rec)
+                if rec["status"] != "ok" or rec.get("timing") is None:
+                    state.skip(rec["status"])
+            return fn
+
+        figures = nvbench_engine.run([(f"item{i}", benchmark(i, p, c)) for i, p, c in bench],
+                                     self.scratch / f"nvbench-{os.getpid()}.json")
+        device = figures.pop("__device__", {})
+        if device:
+            self.send({"event": "device", "properties": {"nvbench": device}})
+        for name, (i, rec) in measured.items():
+            if rec.get("timing") is not None and "engine" in figures.get(name, {}):
+                rec["timing"].update(figures[name])
+            self.send({"event": "done", "item": i, "record": rec})
+
+
+def run_items(args) -> int:
+    out = os.fdopen(args.fd, "w", buffering=1)
+
+    def send(obj):
+        out.write(json.dumps(obj, allow_nan=False) + "\n")
+
+    items = [(problems.get(it["problem"]), Case(**it["case"])) for it in json.loads(Path(args.items).read_text())]
+    w = Worker(args, send)
+    try:
+        w.s = Session(args.backend, args.variant)
+    except Exception as exc:
+        unavailable = isinstance(exc, (ImportError, Unavailable))
+        for i, (problem, case) in enumerate(items):
+            rec = w.record(problem, case)
+            if unavailable:
+                rec.update(status="unavailable", reason=f"{type(exc).__name__}: {exc}")
+            else:
+                rec.update(status="failed", error=traceback.format_exc())
+            send({"event": "done", "item": i, "record": rec})
+        return 0
+    send({"event": "device", "properties": w.s.device.properties()})
+    for i, (problem, case) in enumerate(items):
+        if case.kind == "test":
+            w.test_item(i, problem, case)
+            if w.broken:
+                return 3      # the parent starts a fresh worker for what is left
+    w.run_bench([(i, p, c) for i, (p, c) in enumerate(items) if c.kind != "test"])
+    return 3 if w.broken else 0
+
+
+def compile_once(args) -> int:
+    """Time build() and the first call in this (fresh) process, on the problem's compile case or
+    else its first test case the implementation takes; print one JSON line."""
+    s = Session(args.backend, args.variant)
+    problem = problems.get(args.problem)
+    tests = [c for c in problem.cases() if c.kind == "test"]
+    candidates = sorted(tests, key=lambda c: c.name != problem.compile_case_name)
+    case = next((c for c in candidates if s.why_not(problem.name, c) is None), None)
+    if case is None:
+        print(json.dumps({"not_applicable": "no test case applies"}))
+        return 0
+    run, _, outputs, _, build_s = s.prepare(problem, case, case.seed)
+    _, first_call = s.call(run, outputs)
+    print(json.dumps({"case": case.name, "build_s": build_s, "first_call_s": first_call}))
+    return 0
+
+
+def peaks(args) -> int:
+    """Device attributes, theoretical peaks and the measured copy bandwidth, as one JSON line."""
+    from harness import peaks as peaks_mod
+    from harness.device import CudaDevice
+    device = CudaDevice()
+    props = device.properties()
+    found = {"device": props, "theoretical": peaks_mod.theoretical(props), **peaks_mod.measure(device)}
+    print(json.dumps(found))
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="harness.worker")
+    sub = ap.add_subparsers(dest="mode", required=True)
+    r = sub.add_parser("run")
+    c = sub.add_parser("compile")
+    sub.add_parser("peaks")
+    for p in (r, c):
+        p.add_argument("--backend", required=True)
+        p.add_argument("--variant", default="")
+    r.add_argument("--items", required=True)
+    r.add_argument("--fd", type=int, required=True)
+    r.add_argument("--scratch", required=True)
+    c.add_argument("--problem", required=True)
+    args = ap.parse_args(argv)
+    return {"run": run_items, "compile": compile_once, "peaks": peaks}[args.mode](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,230 @@
+"""What a problem is: cases, seeded inputs, a float64 reference and a dtype-aware check.
+
+Arrays on the host are NumPy arrays in a *storage* dtype: NumPy has no bfloat16, so bfloat16
+values travel as their uint16 bit patterns and every backend reinterprets them (a free view).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Dtype:
+    name: str
+    storage: type            # NumPy dtype that holds the bits on the host
+    unit_roundoff: float     # u = 2**-(mantissa bits + 1)
+    smallest_normal: float
+    itemsize: int
+
+
+DTYPES = {
+    "float32": Dtype("float32", np.float32, 2.0**-24, 2.0**-126, 4),
+    "float16": Dtype("float16", np.float16, 2.0**-11, 2.0**-14, 2),
+    "bfloat16": Dtype("bfloat16", np.uint16, 2.0**-8, 2.0**-126, 2),
+}
+ALIASES = {"fp32": "float32", "f32": "float32", "single": "float32",
+           "fp16": "float16", "f16": "float16", "half": "float16",
+           "bf16": "bfloat16"}
+
+
+def dtype_of(name: str) -> Dtype:
+    """The Dtype for a name or alias; ValueError lists the valid names."""
+    key = ALIASES.get(name.lower(), name.lower())
+    if key not in DTYPES:
+        valid = ", ".join(sorted(DTYPES) + sorted(ALIASES))
+        raise ValueError(f"unknown dtype {name!r} (valid: {valid})")
+    return DTYPES[key]
+
+
+def encode(values: np.ndarray, dtype: str) -> np.ndarray:
+    """Round float values to `dtype` (nearest even) and return them in storage form."""
+    if dtype != "bfloat16":
+        return np.asarray(values).astype(DTYPES[dtype].storage)
+    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    rounded = bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
+    return (rounded >> np.uint32(16)).astype(np.uint16)
+
+
+def decode(stored: np.ndarray, dtype: str, to=np.float64) -> np.ndarray:
+    """Storage form -> values as `to` (float32 holds every value of the three dtypes exactly)."""
+    if dtype != "bfloat16":
+        return np.asarray(stored).astype(to, copy=False)
+    widened = np.asarray(stored, dtype=np.uint16).astype(np.uint32) << np.uint32(16)
+    return widened.view(np.float32).astype(to, copy=False)
+
+
+def poison(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """A host array of NaNs in storage form: whatever an implementation leaves unwritten shows."""
+    return encode(np.full(shape, np.nan, dtype=np.float32), dtype)
+
+
+def uniform(rng: np.random.Generator, shape, dtype: str, low=-1.0, high=1.0) -> np.ndarray:
+    """Random values already representable in `dtype`, in storage form (never zeros-only)."""
+    return encode(rng.uniform(low, high, size=shape).astype(np.float32), dtype)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One concrete input configuration of a problem."""
+    name: str
+    kind: str                     # "test" or "bench"
+    dtype: str
+    shape: Mapping[str, int]
+    seed: int = 0
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "dtype": self.dtype,
+                "shape": dict(self.shape), "seed": self.seed}
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The float64 answer for one output and how far an implementation may stray from it."""
+    value: np.ndarray             # float64 reference, for the rows compared
+    bound: np.ndarray             # allowed |out - value|, broadcastable to value
+    rows: np.ndarray | None = None   # compare only these rows (huge outputs); None: all of them
+
+
+@dataclass
+class CheckResult:
+    ok: bool
+    message: str = ""
+    max_abs_err: float = 0.0
+    max_rel_err: float = 0.0      # max |out - ref| / max |ref|, over the compared elements
+
+
+class CheckError(AssertionError):
+    """Wrong output: the message says where and by how much."""
+
+    def __init__(self, result: CheckResult):
+        super().__init__(result.message)
+        self.result = result
+
+
+class Problem:
+    """A problem is a spec: override the marked methods; checking is shared."""
+    name: str = ""
+    dims: tuple[str, ...] = ()    # the shape's keys, e.g. ("rows", "cols")
+    dtypes: tuple[str, ...] = ()
+    compile_case_name: str = ""   # the small case on which compile time is measured
+    roofline = "memory"           # "memory": judged against copy bandwidth; "compute": against `vendor`
+    vendor: tuple[str, ...] = ()  # implementations whose speed is the compute-bound reference
+    max_elements = 2**34          # bigger shapes are refused as impossible for one GPU
+
+    # -- to override ----------------------------------------------------------------------
+    def cases(self) -> list[Case]:
+        raise NotImplementedError
+
+    def make_inputs(self, case: Case, seed: int) -> dict:
+        raise NotImplementedError
+
+    def output_spec(self, case: Case) -> dict[str, tuple[tuple[int, ...], str]]:
+        raise NotImplementedError
+
+    def reference(self, case: Case, inputs: dict) -> dict[str, Expected]:
+        raise NotImplementedError
+
+    def work(self, case: Case) -> tuple[int, int]:
+        """(bytes that must move through device memory, flops)."""
+        raise NotImplementedError
+
+    # -- shared ---------------------------------------------------------------------------
+    def case(self, name: str) -> Case:
+        for c in self.cases():
+            if c.name == name:
+                return c
+        raise KeyError(f"{self.name} has no case {name!r}")
+
+    def footprint(self, case: Case) -> int:
+        """Bytes of all inputs and outputs of a case (host and device each hold this much)."""
+        item = DTYPES[case.dtype].itemsize
+        ins = sum(math.prod(s) for s in self.input_shapes(case).values()) * item
+        outs = sum(math.prod(s) * DTYPES[d].itemsize for s, d in self.output_spec(case).values())
+        return ins + outs
+
+    def input_shapes(self, case: Case) -> dict[str, tuple[int, ...]]:
+        raise NotImplementedError
+
+    def custom_case(self, shape: Mapping[str, int], dtype: str, seed: int = 0) -> Case:
+        """A user's own case, validated: ValueError with a one-line reason otherwise."""
+        dt = dtype_of(dtype).name
+        if dt not in self.dtypes:
+            raise ValueError(f"{self.name} takes dtypes {', '.join(self.dtypes)}, not {dt}")
+        missing = [d for d in self.dims if d not in shape]
+        extra = [k for k in shape if k not in self.dims]
+        if missing or extra:
+            raise ValueError(f"{self.name} needs shape keys {','.join(self.dims)}"
+                             f" (missing: {','.join(missing) or '-'}; unknown: {','.join(extra) or '-'})")
+        for k, v in shape.items():
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"shape {k}={v!r} must be a positive integer")
+        dims = {d: int(shape[d]) for d in self.dims}
+        label = "-".join(f"{k}{v}" for k, v in dims.items())
+        case = Case(f"custom-{label}-{dt}", "bench", dt, dims, seed)
+        shapes = list(self.input_shapes(case).values()) + [s for s, _ in self.output_spec(case).values()]
+        if max(math.prod(s) for s in shapes) > self.max_elements:
+            raise ValueError(f"shape {label} is too large (over {self.max_elements} elements in one array)")
+        return case
+
+    def check(self, out: dict[str, np.ndarray], ref: dict[str, Expected], case: Case) -> CheckResult:
+        """Compare host outputs (storage form) with the reference.
+
+        Returns the errors when every output is within bounds; raises CheckError otherwise.
+        """
+        worst = CheckResult(True)
+        for name, (shape, dtype) in self.output_spec(case).items():
+            res = _check_one(name, out.get(name), shape, dtype, ref[name])
+            if not res.ok:
+                raise CheckError(res)
+            worst.max_abs_err = max(worst.max_abs_err, res.max_abs_err)
+            worst.max_rel_err = max(worst.max_rel_err, res.max_rel_err)
+        return worst
+
+
+def _check_one(name, out, shape, dtype, exp: Expected) -> CheckResult:
+    if out is None:
+        return CheckResult(False, f"output {name!r} missing")
+    out = np.asarray(out)
+    if tuple(out.shape) != tuple(shape):
+        return CheckResult(False, f"output {name!r} has shape {tuple(out.shape)}, expected {tuple(shape)}")
+    want = np.dtype(DTYPES[dtype].storage)
+    if out.dtype != want:
+        return CheckResult(False, f"output {name!r} has dtype {out.dtype}, expected {dtype} (stored as {want})")
+    values = decode(out, dtype)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        return CheckResult(False, f"output {name!r}: {int(bad.sum())} of {values.size} elements are NaN/inf"
+                                  f" (unwritten?), first at index {first}",
+                           max_abs_err=math.inf, max_rel_err=math.inf)
+    got = values if exp.rows is None else values[exp.rows]
+    err = np.abs(got - exp.value)
+    scale = float(np.max(np.abs(exp.value))) if exp.value.size else 0.0
+    max_abs = float(err.max()) if err.size else 0.0
+    max_rel = max_abs / scale if scale > 0 else max_abs
+    over = err > np.broadcast_to(exp.bound, err.shape)
+    if over.any():
+        idx = tuple(int(i) for i in np.argwhere(over)[0])
+        if exp.rows is not None:
+            idx = (int(exp.rows[idx[0]]),) + idx[1:]
+        local = tuple(int(i) for i in np.argwhere(over)[0])
+        return CheckResult(False,
+                           f"output {name!r}: {int(over.sum())} of {err.size} compared elements off;"
+                           f" first at {idx}: got {got[local]!r}, expected {exp.value[local]!r}"
+                           f" (allowed ±{float(np.broadcast_to(exp.bound, err.shape)[local]):.3g});"
+                           f" max abs err {max_abs:.3g}, max rel err {max_rel:.3g}",
+                           max_abs_err=max_abs, max_rel_err=max_rel)
+    return CheckResult(True, "", max_abs, max_rel)
+
+
+def summation_bound(abs_sum: np.ndarray, n: int, acc_dtype: str = "float32") -> np.ndarray:
+    """Allowed error of a sum of n terms in `acc_dtype`, given the sum of |terms|.
+
+    A blocked or tree sum errs by about u*log2(n) of sum|x|; sqrt(n) leaves room for a sequential
+    chunk per thread while still catching one missing term of a row of a few thousand.
+    """
+    return DTYPES[acc_dtype].unit_roundoff * (2.0 * math.sqrt(n) + 16.0) * abs_sum

@@ -1,0 +1,51 @@
+"""Elementwise: z = alpha * x + y over contiguous vectors, in the inputs' dtype."""
+import numpy as np
+
+from problems.base import DTYPES, Case, Expected, Problem, decode, uniform
+
+# Exactly representable in every dtype, so all backends multiply by the same number.
+ALPHAS = (0.5, 0.75, 1.25, 1.5, -0.75, 2.0)
+
+
+class Elementwise(Problem):
+    name = "elementwise"
+    dims = ("n",)
+    dtypes = ("float32", "float16", "bfloat16")
+    compile_case_name = "1001-float32"
+    roofline = "memory"
+
+    def cases(self):
+        test = [(1, "float32"), (7, "float32"), (1001, "float32"), (100003, "float32"),
+                (1048579, "float32"), (7, "float16"), (100003, "float16"),
+                (1001, "bfloat16"), (1048579, "bfloat16")]
+        bench = [(2**28, "float32"), (2**28, "float16"), (2**28, "bfloat16")]
+        return ([Case(f"{n}-{dt}", "test", dt, {"n": n}) for n, dt in test]
+                + [Case(f"{n}-{dt}", "bench", dt, {"n": n}) for n, dt in bench])
+
+    def input_shapes(self, case):
+        n = case.shape["n"]
+        return {"x": (n,), "y": (n,)}
+
+    def make_inputs(self, case, seed):
+        rng = np.random.default_rng(seed)
+        n = case.shape["n"]
+        return {"x": uniform(rng, (n,), case.dtype), "y": uniform(rng, (n,), case.dtype),
+                "alpha": float(rng.choice(ALPHAS))}
+
+    def output_spec(self, case):
+        return {"z": ((case.shape["n"],), case.dtype)}
+
+    def reference(self, case, inputs):
+        ax = inputs["alpha"] * decode(inputs["x"], case.dtype)
+        y = decode(inputs["y"], case.dtype)
+        out = DTYPES[case.dtype]
+        # one rounding of alpha*x and one of the sum, in the output dtype at worst
+        bound = 3 * out.unit_roundoff * (np.abs(ax) + np.abs(y)) + out.smallest_normal
+        return {"z": Expected(ax + y, bound)}
+
+    def work(self, case):
+        n = case.shape["n"]
+        return 3 * n * DTYPES[case.dtype].itemsize, 2 * n
+
+
+PROBLEM = Elementwise()

@@ -1,0 +1,69 @@
+"""GEMM: C = A @ B with row-major A (M, K) and B (K, N).
+
+bf16/fp16 inputs accumulate in fp32 and return their own dtype; fp32 is fp32 throughout (a TF32
+product is not an fp32 GEMM and fails the check).
+"""
+import math
+
+import numpy as np
+
+from problems.base import DTYPES, Case, Expected, Problem, decode, uniform
+
+CHECKED_FLOPS = 2**33    # bigger products are checked on sampled rows (NaN check stays full)
+
+
+def _case(kind, m, n, k, dtype):
+    return Case(f"{m}x{n}x{k}-{dtype}", kind, dtype, {"M": m, "N": n, "K": k})
+
+
+class Gemm(Problem):
+    name = "gemm"
+    dims = ("M", "N", "K")
+    dtypes = ("bfloat16", "float16", "float32")
+    compile_case_name = "129x257x65-bfloat16"
+    roofline = "compute"
+    vendor = ("array_api[torch]", "array_api[cupy]")   # cuBLAS: the % of peak reference
+
+    def cases(self):
+        test = [(m, n, k, dt) for dt in self.dtypes
+                for m, n, k in ((1, 1, 1), (129, 257, 65), (1000, 1000, 1000))]
+        bench = [(8192, 8192, 8192, "bfloat16"), (8192, 8192, 8192, "float16"),
+                 (4096, 4096, 4096, "bfloat16"), (4096, 4096, 4096, "float32"),
+                 (16384, 16384, 512, "bfloat16")]
+        return [_case("test", *t) for t in test] + [_case("bench", *b) for b in bench]
+
+    def input_shapes(self, case):
+        m, n, k = (case.shape[d] for d in self.dims)
+        return {"a": (m, k), "b": (k, n)}
+
+    def make_inputs(self, case, seed):
+        rng = np.random.default_rng(seed)
+        shapes = self.input_shapes(case)
+        return {"a": uniform(rng, shapes["a"], case.dtype), "b": uniform(rng, shapes["b"], case.dtype)}
+
+    def output_spec(self, case):
+        return {"c": ((case.shape["M"], case.shape["N"]), case.dtype)}
+
+    def reference(self, case, inputs):
+        m, n, k = (case.shape[d] for d in self.dims)
+        rows = None
+        a = decode(inputs["a"], case.dtype)
+        if 2 * m * n * k > CHECKED_FLOPS:
+            count = max(2, CHECKED_FLOPS // (2 * n * k))
+            rng = np.random.default_rng(case.seed + 12345)
+            rows = np.unique(np.concatenate([[0, m - 1], rng.choice(m, size=min(m, count), replace=False)]))
+            a = a[rows]
+        b = decode(inputs["b"], case.dtype)
+        value = a @ b
+        abs_product = np.abs(a) @ np.abs(b)
+        out = DTYPES[case.dtype]
+        bound = (DTYPES["float32"].unit_roundoff * (2 * math.sqrt(k) + 16) * abs_product
+                 + out.unit_roundoff * np.abs(value) + out.smallest_normal)
+        return {"c": Expected(value, bound, rows)}
+
+    def work(self, case):
+        m, n, k = (case.shape[d] for d in self.dims)
+        return (m * k + k * n + m * n) * DTYPES[case.dtype].itemsize, 2 * m * n * k
+
+
+PROBLEM = Gemm()

@@ -1,0 +1,36 @@
+"""Shared test helpers: registry pairs as parameters, and a runner for small selections."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import backends
+from harness import gpu, registry
+from harness.runner import Options, Run
+
+ROOT = Path(__file__).resolve().parent.parent
+BAD_BACKENDS = str(ROOT / "tests" / "fixtures" / "bad_backends")
+HAS_GPU = bool(gpu.gpus())
+needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs an NVIDIA GPU (nvidia-smi lists none)")
+
+
+def impl_params():
+    """One pytest param per registry pair, id 'backend[variant]-problem'."""
+    return [pytest.param(i, id=f"{i.label}-{i.problem}") for i in registry.implementations()]
+
+
+def run_lab(tmp_path, problems=None, backends_=None, kinds=("test",), **kw) -> dict:
+    opts = Options(problems=problems or [], backends=backends_ or [], kinds=kinds,
+                   out=tmp_path / "out", measure_compile=kw.pop("measure_compile", False), **kw)
+    return Run(opts).execute()
+
+
+@pytest.fixture
+def bad_backends(monkeypatch):
+    """Makes the deliberately bad implementations under tests/fixtures discoverable (here and in workers)."""
+    old = os.environ.get("WAYS_BACKEND_PATH")
+    monkeypatch.setenv("WAYS_BACKEND_PATH", BAD_BACKENDS + (os.pathsep + old if old else ""))
+    yield
+    assert "faulty" in backends.names()

@@ -1,0 +1,108 @@
+"""pytest-benchmark view of the lab: `pytest --benchmark-only` times problem x backend x bench case,
+grouped by problem and case, one param per backend. The timed callable synchronizes, so its host
+numbers are real; device-time statistics (CUDA events through cuda.core, L2 flushed; nvbench runs
+only once per process so it cannot serve a test each), % of peak, compile times and LOC go into
+extra_info. Without a GPU every test skips with the reason."""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+
+import backends
+import problems
+from harness import loc, registry, roofline, supervise
+from tests.conftest import HAS_GPU
+
+
+def _params():
+    out = []
+    for impl in registry.implementations():
+        for case in problems.get(impl.problem).cases():
+            if case.kind == "bench":
+                out.append(pytest.param(impl, case, id=f"{impl.problem}-{case.name}-{impl.label}"))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _session(backend: str, variant: str):
+    from harness.worker import Session
+    return Session(backend, variant)
+
+
+@functools.lru_cache(maxsize=1)
+def _copy_bytes_per_s() -> float:
+    from harness import peaks
+    from harness.device import CudaDevice
+    return peaks.measure(CudaDevice(), use_nvbench=False)["copy_bytes_per_s"]
+
+
+@functools.lru_cache(maxsize=None)
+def _cold_compile_s(backend: str, variant: str, problem: str) -> float | None:
+    import tempfile
+    with tempfile.TemporaryDirectory() as cache:
+        env = supervise.worker_env(backends.get(backend).cache_env(cache))
+        log = Path(cache) / "compile.log"
+        try:
+            return supervise.run_json(["compile", "--backend", backend, "--variant", variant, "--problem", problem],
+                                      env, 600, log).get("build_s")
+        except RuntimeError:
+            return None
+
+
+def _measure(impl, case):
+    """Check, then device-time one implementation in this process; returns (run, sync, timing, record)."""
+    from harness.timing import EventEngine
+    s = _session(impl.backend, impl.variant)
+    problem = problems.get(impl.problem)
+    reason = s.why_not(problem.name, case)
+    if reason:
+        pytest.skip(f"not applicable: {reason}")
+    run, _, outputs, ref, build_s = s.prepare(problem, case, case.seed)
+    got, first_call = s.call(run, outputs)
+    problem.check(s.fetch(got), ref, case)
+    with s.backend.stream_context(s.stream, s.variant):
+        timing = EventEngine(s.device).measure(run)
+    return s, run, build_s, first_call, timing
+
+
+@pytest.mark.skipif(not HAS_GPU, reason="needs an NVIDIA GPU (nvidia-smi lists none)")
+@pytest.mark.parametrize("impl,case", _params())
+def test_bench(benchmark, impl, case):
+    ok, why = backends.get(impl.backend).available(impl.variant)
+    if not ok:
+        pytest.skip(f"{impl.label}: {why}")
+    problem = problems.get(impl.problem)
+    s, run, build_s, first_call, timing = _measure(impl, case)
+    nbytes, flops = problem.work(case)
+    record = {"problem": problem.name, "case": case.name, "backend": impl.backend, "variant": impl.variant,
+              "status": "ok", "dtype": case.dtype, "work": {"bytes": nbytes, "flops": flops}, "timing": timing}
+    records = [record]
+    if problem.roofline == "compute":
+        for label in problem.vendor:
+            b, v = registry.parse_backend(label)
+            if backends.get(b).available(v)[0]:
+                vendor = registry.Impl(b, v, problem.name)
+                records.append({**record, "backend": b, "variant": v, "timing": _measure(vendor, case)[4]})
+                break
+    refs = {"copy_bytes_per_s": _copy_bytes_per_s() if problem.roofline == "memory" else None}
+    roofline.apply({"records": records, "references": refs})
+    count = loc.count_file(backends.source_path(impl.backend, impl.problem))
+    benchmark.group = f"{problem.name} {case.name}"
+    benchmark.extra_info.update(
+        engine=timing["engine"], device_ms_cold=timing["device_ms_cold"], device_ms_warm=timing["device_ms_warm"],
+        cold_q1_ms=timing["cold"].get("q1_ms"), cold_q3_ms=timing["cold"].get("q3_ms"),
+        cold_noise=timing["cold"].get("noise"), cold_samples=timing["cold"].get("samples"),
+        achieved=timing.get("achieved"), unit=timing.get("unit"), pct_of_peak=timing.get("pct_of_peak"),
+        peak_basis=timing.get("peak_basis"), build_s=build_s, first_call_s=first_call,
+        compile_cold_s=_cold_compile_s(impl.backend, impl.variant, impl.problem),
+        loc=count.total, kernel_loc=count.kernel)
+
+    def call():
+        run()
+        s.device.sync()
+
+    with s.backend.stream_context(s.stream, s.variant):
+        benchmark(call)
+    s.backend.release(s.variant)

@@ -1,0 +1,74 @@
+"""The `ways` command: bad input gets one clear line and exit 2, with nothing written."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+def ways(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "COLUMNS": "200"})
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["-p", "fft"], "unknown problem 'fft' (valid: elementwise, gemm, segreduce)"),
+    (["-b", "magic"], "unknown backend 'magic' (valid: array_api"),
+    (["-b", "array_api[jax]"], "no variant 'jax'"),
+    (["-p", "gemm", "--shape", "M=4096,N=4096"], "missing: K"),
+    (["-p", "gemm", "--shape", "M=4096,N=x,K=1"], "'x' is not an integer"),
+    (["-p", "gemm", "--shape", "M=4096,N=-4,K=1"], "must be positive"),
+    (["-p", "gemm", "--shape", "M=1.5,N=4,K=1"], "not an integer"),
+    (["-p", "gemm", "--shape", "M4096"], "malformed --shape"),
+    (["-p", "gemm", "--shape", "M=1,N=1,K=1", "--dtype", "int4"], "unknown dtype 'int4'"),
+    (["-p", "segreduce", "--shape", "rows=131072,cols=131072"], "more than the"),
+    (["-p", "gemm", "-p", "segreduce", "--shape", "M=1,N=1,K=1"], "exactly one -p"),
+    (["-p", "elementwise", "--shape", "n=2000000000000"], "too large"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, msg):
+    out = tmp_path / "never"
+    r = ways("run", *args, "--out", str(out))
+    assert r.returncode == 2
+    assert r.stderr.startswith("ways: error: ") and msg in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert not out.exists()
+
+
+def test_unwritable_output_dir(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    r = ways("run", "-p", "gemm", "--out", str(blocker / "sub"))
+    assert r.returncode == 2 and "not writable" in r.stderr
+
+
+def test_report_of_a_missing_file(tmp_path):
+    r = ways("report", str(tmp_path / "nope.json"))
+    assert r.returncode == 2 and "no results file" in r.stderr
+
+
+def test_list_shows_the_matrix():
+    r = ways("list")
+    assert r.returncode == 0
+    for word in ("array_api[numpy]", "array_api[cupy]", "array_api[torch]", "segreduce", "elementwise", "gemm"):
+        assert word in r.stdout
+
+
+def test_env_says_what_is_missing():
+    r = ways("env")
+    assert r.returncode == 0 and "python" in r.stdout and "array_api[numpy]" in r.stdout
+
+
+def test_run_custom_case_on_cpu_then_report(tmp_path):
+    out = tmp_path / "out"
+    r = ways("run", "-p", "gemm", "-b", "array_api[numpy]", "--shape", "M=300,N=200,K=100", "--dtype", "fp32",
+             "--out", str(out), "--no-compile")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "results.json").read_text())
+    [rec] = [x for x in doc["records"] if x["variant"] == "numpy"]
+    assert rec["case"] == "custom-M300-N200-K100-float32" and rec["kind"] == "bench" and rec["status"] == "ok"
+    assert rec["timing"]["engine"] == "host-timer" and rec["timing"]["achieved"] > 0
+    rep = ways("report", str(out / "results.json"))
+    assert rep.returncode == 0 and "custom-M300-N200-K100-float32" in (out / "report.md").read_text()

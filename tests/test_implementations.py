@@ -1,0 +1,21 @@
+"""Every registry pair on its test cases, through the harness (3 seeds, poisoned outputs, float64
+reference). A pair that cannot run here skips with the reason; one that runs must never be wrong."""
+import pytest
+
+from tests.conftest import impl_params, run_lab
+
+BAD = ("wrong", "failed")
+
+
+@pytest.mark.parametrize("impl", impl_params())
+def test_correct_on_every_test_case(tmp_path, impl):
+    doc = run_lab(tmp_path, problems=[impl.problem], backends_=[impl.label])
+    rows = [r for r in doc["records"] if r["backend"] == impl.backend and r["variant"] == impl.variant]
+    assert rows
+    if all(r["status"] == "unavailable" for r in rows):
+        pytest.skip(f"{impl.label}: {rows[0]['reason']}")
+    bad = [f"{r['case']}: {r['status']}: {r['error'][-400:]}" for r in rows if r["status"] in BAD]
+    assert not bad, "\n".join(bad)
+    assert any(r["status"] == "ok" for r in rows)
+    assert all(r["status"] in ("ok", "not_applicable") for r in rows)
+    assert all(r["reason"] for r in rows if r["status"] == "not_applicable")

@@ -1,0 +1,44 @@
+"""Deliberately bad implementations (tests/fixtures/bad_backends) through the real harness:
+wrong ones come out 'wrong', crashing/hanging/raising ones 'failed', and the sweep goes on."""
+from harness import registry
+from problems.base import Case
+from tests.conftest import run_lab
+
+
+def _by(doc, backend, problem):
+    return {r["case"]: r for r in doc["records"] if r["backend"] == backend and r["problem"] == problem}
+
+
+def test_wrong_implementations_are_never_ok(tmp_path, bad_backends):
+    doc = run_lab(tmp_path, backends_=["faulty"])
+    statuses = {r["status"] for r in doc["records"]}
+    assert statuses <= {"wrong", "not_applicable"} and "wrong" in statuses
+    assert all(r["status"] == "wrong" for r in doc["records"] if r["dtype"] != "bfloat16")
+    seg = _by(doc, "faulty", "segreduce")
+    assert "off" in seg["64x1000-float32"]["error"]           # the partial sum
+    assert "NaN" in _by(doc, "faulty", "elementwise")["1001-float32"]["error"]   # the unwritten element
+    assert "dtype float64" in _by(doc, "faulty", "gemm")["1x1x1-float32"]["error"]
+
+
+def test_crash_hang_and_exception_are_contained(tmp_path, bad_backends, monkeypatch):
+    few = {"segreduce": ["1x1-float32", "64x1000-float32"], "elementwise": ["1-float32", "7-float32", "1001-float32"],
+           "gemm": ["1x1x1-float32"]}
+    real = registry.cases_for
+
+    def cases_for(problem, kinds, custom=None):
+        return [c for c in real(problem, kinds, custom) if c.name in few[problem]]
+    monkeypatch.setattr(registry, "cases_for", cases_for)
+    doc = run_lab(tmp_path, backends_=["broken", "array_api[numpy]"], item_timeout=3, startup_timeout=60)
+    seg = _by(doc, "broken", "segreduce")
+    assert all(r["status"] == "failed" and "timed out after 3 s" in r["error"] for r in seg.values())
+    ew = _by(doc, "broken", "elementwise")
+    assert ew["7-float32"]["status"] == "failed" and "SIGSEGV" in ew["7-float32"]["error"]
+    assert ew["1-float32"]["status"] == "ok" and ew["1001-float32"]["status"] == "ok"   # after the crash
+    assert "refuses to build" in _by(doc, "broken", "gemm")["1x1x1-float32"]["error"]
+    assert all(r["status"] == "ok" for r in doc["records"] if r["backend"] == "array_api")
+    assert doc["run"]["complete"]
+
+
+def test_case_json_round_trip():
+    c = Case("x", "test", "float32", {"n": 3}, 4)
+    assert Case(**c.to_json()) == c

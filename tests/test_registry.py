@@ -1,0 +1,46 @@
+"""Discovery: folders and files make the matrix; nothing is imported to list it."""
+import pytest
+
+import backends
+import problems
+from harness import registry
+
+
+def test_problems_and_backends_are_discovered_from_files():
+    assert problems.names() == ["elementwise", "gemm", "segreduce"]
+    assert "array_api" in backends.names()
+    assert backends.problems_of("array_api") == ["elementwise", "gemm", "segreduce"]
+
+
+def test_pairs_exist_iff_the_file_does():
+    impls = registry.implementations()
+    for i in impls:
+        assert backends.source_path(i.backend, i.problem).is_file()
+    labels = {i.label for i in impls}
+    assert {"array_api[numpy]", "array_api[cupy]", "array_api[torch]"} <= labels
+
+
+def test_selection_by_backend_and_variant():
+    chosen = registry.select(["gemm"], ["array_api[torch]"])
+    assert [(i.label, i.problem) for i in chosen] == [("array_api[torch]", "gemm")]
+    assert len(registry.select(None, ["array_api"])) == 9
+
+
+@pytest.mark.parametrize("spec,msg", [("nope", "unknown backend 'nope'"), ("array_api[jax]", "no variant 'jax'"),
+                                      ("array_api[", "unknown backend")])
+def test_bad_backend_names_list_valid_ones(spec, msg):
+    with pytest.raises(ValueError, match=msg):
+        registry.select(None, [spec])
+
+
+def test_bad_problem_names_list_valid_ones():
+    with pytest.raises(ValueError, match="valid: elementwise, gemm, segreduce"):
+        registry.select(["fft"], None)
+
+
+def test_availability_never_raises_and_says_why():
+    for name in backends.names():
+        b = backends.get(name)
+        for v in b.variants:
+            ok, why = b.available(v)
+            assert isinstance(ok, bool) and (ok or why)

@@ -1,0 +1,69 @@
+"""Results files: schema-valid, CSV columns exact, incremental JSONL survives an interruption."""
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import results
+from harness.runner import summarize
+from tests.conftest import ROOT, run_lab
+
+
+@pytest.fixture(scope="module")
+def cpu_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("run")
+    doc = run_lab(tmp, problems=["segreduce", "elementwise"], backends_=["array_api"], measure_compile=True,
+                  compile_repeats=1)
+    return tmp / "out", doc
+
+
+def test_results_validate_against_the_schema(cpu_run):
+    out, doc = cpu_run
+    results.validate(doc)
+    results.validate(json.loads((out / "results.json").read_text()))
+    assert doc["schema_version"] == results.SCHEMA_VERSION and doc["run"]["complete"]
+    env = doc["environment"]
+    assert env["python"] and "numpy" in env["versions"]
+
+
+def test_every_pair_and_case_has_a_row_with_a_status(cpu_run):
+    _, doc = cpu_run
+    rows = {(r["backend"], r["variant"], r["problem"], r["case"]) for r in doc["records"]}
+    assert len(rows) == len(doc["records"])
+    numpy_rows = [r for r in doc["records"] if r["variant"] == "numpy"]
+    assert numpy_rows and all(r["status"] in ("ok", "not_applicable") for r in numpy_rows)
+    assert any(r["status"] == "ok" for r in numpy_rows)
+    for r in numpy_rows:
+        if r["status"] == "ok":
+            assert r["loc"]["total"] > 0 and r["compile"]["cold_s"] >= 0 and r["first_call_s"] is not None
+            assert len(r["seeds"]) == 3 and r["max_rel_err"] is not None
+
+
+def test_summary_csv_has_exactly_the_columns(cpu_run):
+    out, doc = cpu_run
+    with open(out / "summary.csv") as f:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+    assert tuple(reader.fieldnames) == results.CSV_COLUMNS
+    assert len(rows) == len(doc["records"])
+    assert {r["status"] for r in rows} <= set(results.STATUSES)
+
+
+def test_interrupted_run_keeps_what_it_measured(cpu_run, tmp_path):
+    out, _ = cpu_run
+    lines = (out / "results.jsonl").read_text().splitlines()
+    cut = [x for x in lines if json.loads(x)["type"] != "end"][: len(lines) // 2]
+    partial = tmp_path / "results.jsonl"
+    partial.write_text("\n".join(cut) + "\n")
+    doc = summarize(partial)
+    assert not doc["run"]["complete"] and doc["records"]
+    results.validate(doc)
+
+
+def test_committed_results_validate():
+    found = sorted((ROOT / "reports").rglob("results.json"))
+    for path in found:
+        results.validate(json.loads(path.read_text()))
+    if not found:
+        pytest.skip("no results committed under reports/ yet")

@@ -1,0 +1,76 @@
+"""Timing method pieces that need no GPU: statistics, the host engine, nvbench's JSON, % of peak."""
+import json
+import shutil
+
+import pytest
+
+from harness import nvbench_engine, roofline, timing
+from tests.conftest import ROOT
+
+SAMPLE = ROOT / "tests" / "fixtures" / "nvbench_h100_sample.json"
+
+
+def test_summarize_median_iqr_noise():
+    s = timing.summarize([1e-3, 2e-3, 3e-3, 4e-3, 5e-3])
+    assert s["median_ms"] == pytest.approx(3.0) and s["samples"] == 5
+    assert s["q1_ms"] < s["median_ms"] < s["q3_ms"] and s["noise"] > 0
+
+
+def test_host_engine_stops_on_its_criterion():
+    calls = []
+    out = timing.host_engine(lambda: calls.append(1), timing.Criterion(min_samples=10, min_time_s=0.0,
+                                                                       timeout_s=0.5))
+    assert out["engine"] == "host-timer" and out["stopped_by"] in ("noise", "timeout")
+    assert out["host"]["samples"] >= 5 and len(calls) == out["host"]["samples"] + 1
+
+
+def test_host_call_costs_separate_dispatch_from_the_synchronized_call():
+    import time
+    synced = []
+    out = timing.host_call_costs(lambda: None, lambda: (time.sleep(0.002), synced.append(1)), budget_s=0.05)
+    assert out["host_ms"] >= 2.0 and out["launch_us"] < 1000 and out["host_samples"] >= 5
+
+
+def test_nvbench_json_from_an_h100_run_parses(tmp_path):
+    path = tmp_path / "r.json"
+    shutil.copy(SAMPLE, path)
+    figures = nvbench_engine.parse(path)
+    scale = figures["scale"]
+    assert scale["engine"] == "nvbench"
+    assert scale["device_ms_cold"] == pytest.approx(8.736000396311284e-06 * 1e3)
+    assert scale["cold"]["samples"] == 2282 and scale["cold"]["noise"] == pytest.approx(0.009196741418940226)
+    assert scale["device_ms_warm"] == pytest.approx(2.0587520498034906e-05 * 1e3)
+    assert 1900 < scale["cold"]["sm_clock_mhz"] < 2000
+    assert figures["__device__"]["number_of_sms"] == 132
+
+
+def _doc(records, refs):
+    return {"records": records, "references": refs}
+
+
+def _rec(problem, case, variant, ms, nbytes, flops, dtype="bfloat16"):
+    return {"problem": problem, "case": case, "backend": "array_api", "variant": variant, "status": "ok",
+            "dtype": dtype, "work": {"bytes": nbytes, "flops": flops},
+            "timing": {"engine": "nvbench", "device_ms_cold": ms, "device_ms_warm": ms, "host_ms": ms}}
+
+
+def test_percent_of_peak_against_copy_and_vendor():
+    refs = {"copy_bytes_per_s": 3.0e12, "theoretical": {"memory_bytes_per_s": 3.35e12,
+                                                        "flops_per_s": {"bfloat16": 1.07e15}}}
+    seg = _rec("segreduce", "c", "cupy", 1.0, int(2.7e9), 0)
+    vendor = _rec("gemm", "g", "torch", 2.0, 0, int(1.4e12))
+    other = _rec("gemm", "g", "cupy", 4.0, 0, int(1.4e12))
+    doc = _doc([seg, vendor, other], refs)
+    roofline.apply(doc)
+    assert seg["timing"]["unit"] == "GB/s" and seg["timing"]["pct_of_peak"] == pytest.approx(90.0)
+    assert seg["timing"]["pct_of_theoretical"] == pytest.approx(2700 / 3350 * 100)
+    assert vendor["timing"]["pct_of_peak"] == pytest.approx(100.0)
+    assert other["timing"]["pct_of_peak"] == pytest.approx(50.0) and other["timing"]["unit"] == "TFLOP/s"
+    assert "suspect" not in other["timing"]
+
+
+def test_faster_than_theoretical_is_flagged_suspect():
+    refs = {"copy_bytes_per_s": 3.0e12, "theoretical": {"memory_bytes_per_s": 3.35e12, "flops_per_s": {}}}
+    fast = _rec("elementwise", "e", "cupy", 1.0, int(4e9), 0)
+    roofline.apply(_doc([fast], refs))
+    assert "suspect" in fast["timing"]
