@@ -47,7 +47,10 @@ def custom_case(args):
         return None
     if len(args.problem or []) != 1:
         raise UsageError("--shape needs exactly one -p PROBLEM")
-    problem = problems.get(args.problem[0])
+    try:
+        problem = problems.get(args.problem[0])
+    except KeyError as exc:
+        raise UsageError(exc.args[0]) from None
     try:
         case = problem.custom_case(parse_shape(args.shape), args.dtype or problem.dtypes[0])
     except ValueError as exc:
@@ -127,7 +130,7 @@ def cmd_run(args) -> int:
     try:
         registry.select(args.problem, args.backend)
     except ValueError as exc:
-        raise UsageError(str(exc))
+        raise UsageError(str(exc)) from None
     if args.dtype and args.shape is None:
         try:
             dtype_of(args.dtype)
@@ -192,9 +195,8 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (UsageError, KeyError) as exc:
-        msg = exc.args[0] if exc.args else str(exc)
-        print(f"ways: error: {msg}", file=sys.stderr)
+    except UsageError as exc:
+        print(f"ways: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ways: interrupted; results.jsonl keeps what was measured", file=sys.stderr)

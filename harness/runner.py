@@ -90,12 +90,12 @@ class Run:
         scratch = Path(tempfile.mkdtemp(prefix="ways-"))
         try:
             available, skipped = self._availability(jobs)
-            writer.write({"type": "gpu_state", "when": "before", "state": gpu.state()})
-            if any(j.cases[0].kind == "bench" for j in available if self._on_gpu(j)):
-                self.progress.describe("warm-up and peak references")
-                writer.write({"type": "references", "references": self._peaks(scratch)})
             total = sum(len(j.cases) for j in jobs) + (len(available) if self.opts.measure_compile else 0)
             self.progress.start(total)
+            writer.write({"type": "gpu_state", "when": "before", "state": gpu.state()})
+            if any(c.kind == "bench" for j in available if self._on_gpu(j) for c in j.cases):
+                self.progress.describe("warm-up and peak references")
+                writer.write({"type": "references", "references": self._peaks(scratch)})
             for job, reason in skipped:
                 for case in job.cases:
                     self._emit(writer, self._record(job, case, status="unavailable", reason=reason))
