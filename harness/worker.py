@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import sys
 import time
 import traceback
@@ -52,10 +53,9 @@ class Session:
         return {k: self.backend.to_device(v, dtype, self.variant) if isinstance(v, np.ndarray) else v
                 for k, v in host.items()}
 
-    def prepare(self, problem, case: Case, seed: int):
+    def prepare(self, problem, case: Case, seed: int, cache: Path | None = None):
         """Fresh inputs, the reference, poisoned outputs, and the implementation built on them."""
-        host_inputs = problem.make_inputs(case, seed)
-        ref = problem.reference(case, host_inputs)
+        host_inputs, ref = case_data(problem, case, seed, cache)
         inputs = self.upload(host_inputs, case.dtype)
         outputs = {name: self.backend.to_device(poison(shape, dt), dt, self.variant)
                    for name, (shape, dt) in problem.output_spec(case).items()}
@@ -80,12 +80,32 @@ class Session:
         return {k: self.backend.to_host(v, self.variant) for k, v in arrays.items()}
 
 
+def case_data(problem, case: Case, seed: int, cache: Path | None):
+    """Host inputs and reference for (case, seed): made once a run and shared by its workers,
+    since a 1 GiB input and its float64 reference take longer to make than to time."""
+    if cache is None:
+        inputs = problem.make_inputs(case, seed)
+        return inputs, problem.reference(case, inputs)
+    path = cache / "case-data" / problem.name / f"{case.name}.seed{seed}.pkl"
+    if path.is_file():
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    inputs = problem.make_inputs(case, seed)
+    data = inputs, problem.reference(case, inputs)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        pickle.dump(data, f, protocol=5)
+    os.replace(tmp, path)
+    return data
+
+
 def check_case(s: Session, problem, case: Case, rec: dict, scratch: Path | None) -> None:
     """Every seed: fresh inputs, poisoned outputs, build, one call, compare. Fills `rec`."""
     seeds = [case.seed + i for i in range(N_SEEDS if case.kind == "test" else 1)]
     worst_abs = worst_rel = 0.0
     for i, seed in enumerate(seeds):
-        run, _, outputs, ref, build_s = s.prepare(problem, case, seed)
+        run, _, outputs, ref, build_s = s.prepare(problem, case, seed, scratch)
         got, first_call = s.call(run, outputs)
         host = s.fetch(got)
         if i == 0:
@@ -150,7 +170,7 @@ class Worker:
         try:
             if self.not_applicable(problem, case, rec):
                 return rec
-            run, _, outputs, ref, build_s = s.prepare(problem, case, case.seed)
+            run, _, outputs, ref, build_s = s.prepare(problem, case, case.seed, self.scratch)
             got, first_call = s.call(run, outputs)
             rec.update(build_s=build_s, first_call_s=first_call, seeds=[case.seed])
             if not self._checked(problem, case, rec, got, ref, "before timing"):

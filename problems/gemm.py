@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from problems.base import DTYPES, Case, Expected, Problem, decode, uniform
+from problems.base import DTYPES, Case, Expected, Problem, decode, sample_rows, uniform
 
 CHECKED_FLOPS = 2**33    # bigger products are checked on sampled rows (NaN check stays full)
 
@@ -49,9 +49,7 @@ class Gemm(Problem):
         rows = None
         a = decode(inputs["a"], case.dtype)
         if 2 * m * n * k > CHECKED_FLOPS:
-            count = max(2, CHECKED_FLOPS // (2 * n * k))
-            rng = np.random.default_rng(case.seed + 12345)
-            rows = np.unique(np.concatenate([[0, m - 1], rng.choice(m, size=min(m, count), replace=False)]))
+            rows = sample_rows(m, max(2, CHECKED_FLOPS // (2 * n * k)), case.seed, edge=1)
             a = a[rows]
         b = decode(inputs["b"], case.dtype)
         value = a @ b
