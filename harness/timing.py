@@ -47,6 +47,22 @@ def _done(samples, crit: Criterion, started: float) -> str | None:
     return None
 
 
+WARMUP_S = 0.5
+
+
+def warm_up(run, sync, seconds: float = WARMUP_S) -> int:
+    """Back-to-back calls until `seconds` pass, so every case starts sampling from a GPU at its
+    working clocks and temperature rather than from whatever the previous case left."""
+    started, calls = time.perf_counter(), 0
+    while time.perf_counter() - started < seconds:
+        run()
+        calls += 1
+        if calls % 8 == 0:
+            sync()
+    sync()
+    return calls
+
+
 def host_call_costs(run, sync, budget_s: float = 0.3, max_calls: int = 200) -> dict:
     """Wall time of a synchronized call (what a Python caller waits for) and of the dispatch alone
     (run() returning, work still queued): the launch overhead a tool adds."""

@@ -21,7 +21,7 @@ import backends
 import problems
 from backends.base import Unavailable
 from harness import nvbench_engine, results
-from harness.timing import EventEngine, host_call_costs, host_engine
+from harness.timing import EventEngine, host_call_costs, host_engine, warm_up
 from harness.device import open_device
 from problems.base import Case, CheckError, decode, poison
 
@@ -181,7 +181,9 @@ class Worker:
                 last["out"] = run()
 
             with s.backend.stream_context(s.stream, s.variant):
+                warm_calls = warm_up(timed, s.device.sync) if s.device.kind == "cuda" else 0
                 timing = measure(timed)
+                timing["warmup_calls"] = warm_calls
                 if "host_ms" not in timing:
                     timing.update(host_call_costs(timed, s.device.sync))
             s.device.sync()

@@ -53,7 +53,7 @@ def _cold_compile_s(backend: str, variant: str, problem: str) -> float | None:
 
 def _measure(impl, case):
     """Check, then device-time one implementation in this process; returns (run, sync, timing, record)."""
-    from harness.timing import EventEngine
+    from harness.timing import EventEngine, host_engine
     s = _session(impl.backend, impl.variant)
     problem = problems.get(impl.problem)
     reason = s.why_not(problem.name, case)
@@ -63,7 +63,7 @@ def _measure(impl, case):
     got, first_call = s.call(run, outputs)
     problem.check(s.fetch(got), ref, case)
     with s.backend.stream_context(s.stream, s.variant):
-        timing = EventEngine(s.device).measure(run)
+        timing = EventEngine(s.device).measure(run) if s.device.kind == "cuda" else host_engine(run)
     return s, run, build_s, first_call, timing
 
 
@@ -90,10 +90,11 @@ def test_bench(benchmark, impl, case):
     roofline.apply({"records": records, "references": refs})
     count = loc.count_file(backends.source_path(impl.backend, impl.problem))
     benchmark.group = f"{problem.name} {case.name}"
+    cold = timing["cold"] or {}
     benchmark.extra_info.update(
         engine=timing["engine"], device_ms_cold=timing["device_ms_cold"], device_ms_warm=timing["device_ms_warm"],
-        cold_q1_ms=timing["cold"].get("q1_ms"), cold_q3_ms=timing["cold"].get("q3_ms"),
-        cold_noise=timing["cold"].get("noise"), cold_samples=timing["cold"].get("samples"),
+        cold_q1_ms=cold.get("q1_ms"), cold_q3_ms=cold.get("q3_ms"),
+        cold_noise=cold.get("noise"), cold_samples=cold.get("samples"),
         achieved=timing.get("achieved"), unit=timing.get("unit"), pct_of_peak=timing.get("pct_of_peak"),
         peak_basis=timing.get("peak_basis"), build_s=build_s, first_call_s=first_call,
         compile_cold_s=_cold_compile_s(impl.backend, impl.variant, impl.problem),
