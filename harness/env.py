@@ -3,6 +3,7 @@ GPU facts, git commit."""
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import platform
 import subprocess
 import sys
@@ -29,6 +30,9 @@ def versions() -> dict[str, str]:
 
 
 def git_commit() -> str:
+    """HEAD (+dirty), or WAYS_GIT_COMMIT where the tree was copied without its .git."""
+    if os.environ.get("WAYS_GIT_COMMIT"):
+        return os.environ["WAYS_GIT_COMMIT"]
     try:
         out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
                              text=True, timeout=10)
@@ -46,5 +50,4 @@ def collect() -> dict:
 
 
 def _cpu_count():
-    import os
     return os.cpu_count()

@@ -1,4 +1,5 @@
-"""Markdown summary of a results document (the HTML report and figures build on the same rows)."""
+"""Markdown summary of a results document: peaks, timed bench cases, correctness, compile time
+and size per implementation, cross-check."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -12,56 +13,90 @@ def impl_label(r: dict) -> str:
     return f"{r['backend']}[{r['variant']}]" if r["variant"] else r["backend"]
 
 
+def per_impl(records: list[dict]) -> dict[tuple[str, str], dict]:
+    """(problem, implementation) -> test-case tallies, worst error, compile figures, LOC, reasons."""
+    out: dict[tuple[str, str], dict] = {}
+    for r in records:
+        row = out.setdefault((r["problem"], impl_label(r)), {"counts": defaultdict(int), "worst": None,
+                                                             "compile": r.get("compile") or {},
+                                                             "loc": r.get("loc") or {}, "notes": []})
+        row["counts"][r["status"]] += 1
+        if r.get("max_rel_err") is not None and r["status"] == "ok":
+            row["worst"] = max(row["worst"] or 0.0, r["max_rel_err"])
+        note = r["reason"] if r["status"] in ("unavailable", "not_applicable") else \
+            (r["error"] or "").strip().splitlines()[-1:] and f"{r['case']}: {(r['error'] or '').strip().splitlines()[-1]}"
+        if note and note not in row["notes"]:
+            row["notes"].append(note)
+    return out
+
+
+def _peaks(refs: dict) -> list[str]:
+    if not refs or "copy_bytes_per_s" not in refs:
+        return [f"Peaks: not measured ({refs.get('error', 'no GPU bench case in this run')[:200]})."] if refs else []
+    theo = refs.get("theoretical") or {}
+    copy = refs["copy_bytes_per_s"]
+    mem = theo.get("memory_bytes_per_s")
+    flops = ", ".join(f"{dt} {v / 1e12:.0f}" for dt, v in (theo.get("flops_per_s") or {}).items())
+    return [f"- Device-to-device copy, measured in this run: **{copy / 1e9:.0f} GB/s** (read + write)"
+            + (f", {100 * copy / mem:.1f}% of the theoretical {mem / 1e9:.0f} GB/s" if mem else "") + ".",
+            f"- Theoretical dense TFLOP/s: {flops or 'unknown for this GPU'} ({theo.get('basis', '')}).",
+            "- % of peak: memory-bound cases against the measured copy; GEMM against the vendor library "
+            "(cuBLAS through torch, else CuPy) on the same case in the same run."]
+
+
 def markdown(doc: dict) -> str:
     env = doc["environment"]
     dev = env.get("device") or {}
     gpus = env.get("gpus") or []
     gpu_name = dev.get("name") or (gpus[0]["name"] if gpus else "no GPU")
-    lines = [f"# ways results — {gpu_name}", "",
-             f"Run {doc['run']['id']} started {doc['run']['started']}"
-             f"{'' if doc['run'].get('complete') else ' (incomplete: interrupted)'}; "
-             f"commit {env.get('git_commit') or '?'}; Python {env['python']}.", ""]
-    refs = doc.get("references") or {}
-    if refs:
-        lines += ["Peaks: " + "; ".join(f"{k} {_fmt(v)}" for k, v in refs.get("summary", {}).items()), ""]
+    driver = f", driver {gpus[0]['driver']} (CUDA {gpus[0]['driver_cuda']})" if gpus else ""
+    versions = ", ".join(f"{k} {v}" for k, v in env.get("versions", {}).items())
+    lines = [f"# ways results: {gpu_name}", "",
+             f"Run {doc['run']['id']}, started {doc['run']['started']}"
+             f"{'' if doc['run'].get('complete') else ' (incomplete: interrupted)'}"
+             f"{', ' + str(doc['run'].get('duration_s')) + ' s' if doc['run'].get('duration_s') else ''};"
+             f" commit {env.get('git_commit') or 'not recorded'}; Python {env['python']}{driver}.", "",
+             f"Versions: {versions}.", ""]
+    lines += _peaks(doc.get("references") or {}) + [""]
     by_problem = defaultdict(list)
     for r in doc["records"]:
         by_problem[r["problem"]].append(r)
     for problem in sorted(by_problem):
         rows = by_problem[problem]
-        lines += [f"## {problem}", "",
-                  "| case | kind | implementation | status | device ms (cold) | device ms (warm) | host ms |"
-                  " achieved | % of peak | compile cold s | compile warm s | LOC (kernel) | max rel err |",
-                  "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        notes = []
-        for r in sorted(rows, key=lambda r: (r["kind"] != "bench", r["case"], impl_label(r))):
-            t = r.get("timing") or {}
-            c = r.get("compile") or {}
-            loc = r.get("loc") or {}
-            achieved = f"{_fmt(t.get('achieved'), '.4g')} {t.get('unit') or ''}".strip()
-            lines.append(f"| {r['case']} | {r['kind']} | {impl_label(r)} | {r['status']} | "
-                         f"{_fmt(t.get('device_ms_cold'), '.4g')} | {_fmt(t.get('device_ms_warm'), '.4g')} | "
-                         f"{_fmt(t.get('host_ms'), '.4g')} | {achieved} | {_fmt(t.get('pct_of_peak'), '.1f')} | "
-                         f"{_fmt(c.get('cold_s'))} | {_fmt(c.get('warm_s'))} | "
-                         f"{_fmt(loc.get('total'), 'd')} ({_fmt(loc.get('kernel'), 'd')}) | "
-                         f"{_fmt(r.get('max_rel_err'), '.2e')} |")
-            if r["status"] in ("unavailable", "not_applicable") and r["reason"]:
-                notes.append(f"{impl_label(r)}: {r['reason']}")
-            elif r["status"] in ("wrong", "failed"):
-                notes.append(f"{impl_label(r)} on {r['case']}: {r['status']}: "
-                             f"{(r['error'] or '').strip().splitlines()[-1] if r['error'] else ''}")
-        lines.append("")
-        for n in dict.fromkeys(notes):
-            lines.append(f"- {n}")
-        if notes:
+        lines += [f"## {problem}", ""]
+        timed = [r for r in rows if r.get("timing")]
+        if timed:
+            lines += ["| case | implementation | device ms cold (IQR) | warm ms | host ms | launch µs | achieved |"
+                      " % of peak | % of theoretical | engine |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+            for r in sorted(timed, key=lambda r: (r["case"], impl_label(r))):
+                t = r["timing"]
+                cold = t.get("cold") or {}
+                iqr = f" ({_fmt(cold.get('q1_ms'), '.4g')}–{_fmt(cold.get('q3_ms'), '.4g')})" if cold.get("q1_ms") else ""
+                lines.append(f"| {r['case']} | {impl_label(r)} | {_fmt(t.get('device_ms_cold'), '.4g')}{iqr} | "
+                             f"{_fmt(t.get('device_ms_warm'), '.4g')} | {_fmt(t.get('host_ms'), '.4g')} | "
+                             f"{_fmt(t.get('launch_us'), '.3g')} | {_fmt(t.get('achieved'), '.4g')} {t.get('unit') or ''} | "
+                             f"{_fmt(t.get('pct_of_peak'), '.1f')} | {_fmt(t.get('pct_of_theoretical'), '.1f')} | "
+                             f"{t.get('engine', '')}{' (suspect)' if t.get('suspect') else ''} |")
             lines.append("")
+        lines += ["| implementation | ok | not applicable | wrong | failed | unavailable | worst rel err |"
+                  " compile cold s | compile warm s | first call s | LOC (kernel) |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        notes = []
+        for (_, label), s in sorted(per_impl(rows).items()):
+            c, comp, loc = s["counts"], s["compile"], s["loc"]
+            lines.append(f"| {label} | {c['ok']} | {c['not_applicable']} | {c['wrong']} | {c['failed']} | "
+                         f"{c['unavailable']} | {_fmt(s['worst'], '.2e')} | {_fmt(comp.get('cold_s'))} | "
+                         f"{_fmt(comp.get('warm_s'))} | {_fmt(comp.get('first_call_s'))} | "
+                         f"{_fmt(loc.get('total'), 'd')} ({_fmt(loc.get('kernel'), 'd')}) |")
+            notes += [f"- {label}: {n}" for n in s["notes"]]
+        lines += [""] + notes + ([""] if notes else [])
     worst = {}
     for x in doc.get("crosscheck") or []:
         key = (x["problem"], x["case"])
         if key not in worst or x["max_rel_diff"] > worst[key]["max_rel_diff"]:
             worst[key] = x
     if worst:
-        lines += ["## Cross-check (largest pairwise difference per test case)", "",
+        lines += ["## Cross-check: largest pairwise difference between implementations, per test case", "",
                   "| problem | case | pair | max abs diff | max rel diff |", "|---|---|---|---:|---:|"]
         for (p, c), x in sorted(worst.items()):
             lines.append(f"| {p} | {c} | {x['a']} vs {x['b']} | {_fmt(x['max_abs_diff'], '.2e')} | "

@@ -1,12 +1,12 @@
-"""The table `ways run` prints last, and what it skipped and why."""
+"""What `ways run` prints last: the timed cases, then correctness, compile time and size per
+implementation, and what was skipped and why."""
+import sys
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.report import impl_label
-
-STYLE = {"ok": "green", "wrong": "bold red", "failed": "bold red", "unavailable": "dim",
-         "not_applicable": "yellow", "compile_only": "cyan"}
+from harness.report import impl_label, per_impl
 
 
 def _f(x, spec):
@@ -14,28 +14,37 @@ def _f(x, spec):
 
 
 def print_summary(doc: dict) -> None:
-    console = Console()
-    table = Table(title="ways run")
-    for col in ("problem", "case", "implementation", "status", "cold ms", "warm ms", "achieved",
-                "% peak", "compile s", "LOC", "max rel err"):
-        table.add_column(col, justify="right" if col not in ("problem", "case", "implementation", "status") else "left")
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    timed = [r for r in doc["records"] if r.get("timing")]
+    if timed:
+        table = Table(title="timed (bench) cases")
+        for col in ("problem", "case", "implementation", "cold ms", "warm ms", "host ms", "achieved", "% peak"):
+            table.add_column(col, justify="left" if col in ("problem", "case", "implementation") else "right")
+        for r in sorted(timed, key=lambda r: (r["problem"], r["case"], impl_label(r))):
+            t = r["timing"]
+            table.add_row(r["problem"], r["case"], escape(impl_label(r)), _f(t.get("device_ms_cold"), ".4g"),
+                          _f(t.get("device_ms_warm"), ".4g"), _f(t.get("host_ms"), ".4g"),
+                          f"{_f(t.get('achieved'), '.4g')} {t.get('unit') or ''}", _f(t.get("pct_of_peak"), ".1f"))
+        console.print(table)
+    table = Table(title="correctness, compile time, size")
+    for col in ("problem", "implementation", "ok", "n/a", "wrong", "failed", "worst rel err", "compile cold s",
+                "LOC"):
+        table.add_column(col, justify="left" if col in ("problem", "implementation") else "right")
     skipped = {}
-    for r in doc["records"]:
-        if r["status"] == "unavailable":
-            skipped[impl_label(r)] = r["reason"]
+    for (problem, label), s in sorted(per_impl(doc["records"]).items()):
+        c = s["counts"]
+        if c["unavailable"] and not any(c[k] for k in ("ok", "wrong", "failed", "not_applicable")):
+            skipped[label] = s["notes"][0] if s["notes"] else ""
             continue
-        t, c, loc = r.get("timing") or {}, r.get("compile") or {}, r.get("loc") or {}
-        achieved = f"{_f(t.get('achieved'), '.4g')} {t.get('unit') or ''}".strip()
-        table.add_row(r["problem"], r["case"], escape(impl_label(r)),
-                      f"[{STYLE.get(r['status'], '')}]{r['status']}[/]",
-                      _f(t.get("device_ms_cold"), ".4g"), _f(t.get("device_ms_warm"), ".4g"), achieved,
-                      _f(t.get("pct_of_peak"), ".1f"), _f(c.get("cold_s"), ".3g"),
-                      _f(loc.get("total"), "d"), _f(r.get("max_rel_err"), ".1e"))
+        bad = "[bold red]{}[/]"
+        table.add_row(problem, escape(label), str(c["ok"]), str(c["not_applicable"]),
+                      bad.format(c["wrong"]) if c["wrong"] else "0", bad.format(c["failed"]) if c["failed"] else "0",
+                      _f(s["worst"], ".1e"), _f(s["compile"].get("cold_s"), ".3g"), _f(s["loc"].get("total"), "d"))
     console.print(table)
     for label, reason in skipped.items():
         console.print(escape(f"skipped {label}: {reason}"))
-    bad = [r for r in doc["records"] if r["status"] in ("wrong", "failed")]
-    for r in bad:
-        last = (r["error"] or "").strip().splitlines()
-        console.print(f"[red]{r['status']}[/] " + escape(f"{impl_label(r)} {r['problem']} {r['case']}: "
-                                                         f"{last[-1] if last else ''}"))
+    for r in doc["records"]:
+        if r["status"] in ("wrong", "failed"):
+            last = (r["error"] or "").strip().splitlines()
+            console.print(f"[red]{r['status']}[/] " + escape(f"{impl_label(r)} {r['problem']} {r['case']}: "
+                                                             f"{last[-1] if last else ''}"))
