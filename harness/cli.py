@@ -23,13 +23,14 @@ def parse_shape(text: str) -> dict[str, int]:
         key, sep, value = part.partition("=")
         key, value = key.strip(), value.strip()
         if not sep or not key or not value:
-            raise UsageError(f"malformed --shape {text!r}: expected KEY=INT[,KEY=INT...], e.g. M=4096,N=4096,K=1024")
+            raise UsageError(f"malformed --shape {text!r}: expected KEY=INT[,KEY=INT...], "
+                             "e.g. M=4096,N=4096,K=1024")
         try:
             number = int(value, 0)
         except ValueError:
-            raise UsageError(f"--shape {key}={value!r} is not an integer")
+            raise UsageError(f"--shape {key}={value!r} is not an integer") from None
         if number < 1:
-            raise UsageError(f"--shape {key}={number} must be positive")
+            raise UsageError(f"--shape {key}={number} must be positive") from None
         shape[key] = number
     return shape
 
@@ -46,7 +47,7 @@ def custom_case(args):
     if args.shape is None:
         return None
     if len(args.problem or []) != 1:
-        raise UsageError("--shape needs exactly one -p PROBLEM")
+        raise UsageError("--shape needs exactly one -p PROBLEM") from None
     try:
         problem = problems.get(args.problem[0])
     except KeyError as exc:
@@ -54,7 +55,7 @@ def custom_case(args):
     try:
         case = problem.custom_case(parse_shape(args.shape), args.dtype or problem.dtypes[0])
     except ValueError as exc:
-        raise UsageError(str(exc))
+        raise UsageError(str(exc)) from None
     need = problem.footprint(case)
     for what, have in _memory_limits():
         factor = 4 if what == "host memory" else 1     # the host also holds the float64 reference
@@ -72,7 +73,7 @@ def writable_dir(path: str) -> Path:
         probe.write_text("")
         probe.unlink()
     except OSError as exc:
-        raise UsageError(f"output directory {path!r} is not writable: {exc.strerror or exc}")
+        raise UsageError(f"output directory {path!r} is not writable: {exc.strerror or exc}") from None
     return p
 
 
@@ -124,8 +125,8 @@ def cmd_env(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from harness.runner import Options, Run
     from harness.progress import RichProgress
+    from harness.runner import Options, Run
     from harness.summary import print_summary
     try:
         registry.select(args.problem, args.backend)
@@ -135,7 +136,7 @@ def cmd_run(args) -> int:
         try:
             dtype_of(args.dtype)
         except ValueError as exc:
-            raise UsageError(str(exc))
+            raise UsageError(str(exc)) from None
     case = custom_case(args)
     kinds = {"test": ("test",), "bench": ("bench",), "all": ("test", "bench")}[args.cases]
     out = writable_dir(args.out)
@@ -153,12 +154,12 @@ def cmd_report(args) -> int:
     from harness import report
     path = Path(args.results)
     if not path.is_file():
-        raise UsageError(f"no results file at {path}")
+        raise UsageError(f"no results file at {path}") from None
     try:
         doc = json.loads(path.read_text())
         doc["records"]
     except (json.JSONDecodeError, KeyError, TypeError):
-        raise UsageError(f"{path} is not a ways results file")
+        raise UsageError(f"{path} is not a ways results file") from None
     out = writable_dir(args.out) if args.out else path.parent
     text = report.markdown(doc)
     (out / "report.md").write_text(text + "\n")

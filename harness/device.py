@@ -29,7 +29,7 @@ class CudaDevice:
 
     def properties(self) -> dict:
         p = self.device.properties
-        return {"name": self.device.name, "compute_capability": "%d.%d" % tuple(self.device.compute_capability),
+        return {"name": self.device.name, "compute_capability": "{}.{}".format(*self.device.compute_capability),
                 "sm_count": p.multiprocessor_count, "l2_bytes": p.l2_cache_size,
                 "sm_clock_khz": p.clock_rate, "memory_clock_khz": p.memory_clock_rate,
                 "memory_bus_bits": p.global_memory_bus_width, "total_memory_bytes": _total_memory()}
@@ -38,7 +38,7 @@ class CudaDevice:
 def _total_memory() -> int | None:
     try:
         from cuda.bindings import runtime
-        err, free, total = runtime.cudaMemGetInfo()
+        _, _, total = runtime.cudaMemGetInfo()
         return int(total)
     except Exception:
         return None

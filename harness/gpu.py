@@ -63,4 +63,4 @@ def state() -> dict | None:
     fields = [f.strip() for f in out.stdout.strip().splitlines()[0].split(",")]
     keys = ("sm_clock_mhz", "mem_clock_mhz", "max_sm_clock_mhz", "clock_event_reasons", "temperature_c",
             "power_w", "pstate")
-    return dict(zip(keys, fields))
+    return dict(zip(keys, fields, strict=False))

@@ -19,8 +19,8 @@ TIMEOUT_S = 15.0
 def available() -> str | None:
     """None, or why nvbench cannot be the engine here."""
     try:
-        import cuda.bench as bench
-        bench.State   # loads the native module (needs a driver)
+        from cuda import bench
+        _ = bench.State   # touching it loads the native module, which needs a driver
         return None
     except Exception as exc:
         return f"cuda.bench unusable: {type(exc).__name__}: {exc}"
@@ -28,7 +28,7 @@ def available() -> str | None:
 
 def run(benchmarks: list[tuple[str, object]], json_path: Path) -> dict[str, dict]:
     """Register (name, fn(state)) pairs, run them all, return figures per name."""
-    import cuda.bench as bench
+    from cuda import bench
     for name, fn in benchmarks:
         bench.register(fn).set_name(name)
     md = json_path.with_suffix(".md")        # keeps nvbench's log (throttle, timeout warnings)
@@ -53,7 +53,9 @@ def parse(json_path: Path) -> dict[str, dict]:
             out[b["name"]] = {"skipped": state.get("skip_reason", "")}
             continue
         s = {x["tag"]: _value(x) for x in state["summaries"]}
-        ms = lambda tag: s[tag] * 1e3 if s.get(tag) is not None else None  # noqa: E731
+
+        def ms(tag, s=s):
+            return s[tag] * 1e3 if s.get(tag) is not None else None
         noise = s.get("nv/cold/time/gpu/stdev/relative")
         walltime = s.get("nv/cold/walltime") or 0.0
         stopped = "timeout" if walltime >= TIMEOUT_S else "noise" if noise is not None and noise < MAX_NOISE \

@@ -23,8 +23,9 @@ def per_impl(records: list[dict]) -> dict[tuple[str, str], dict]:
         row["counts"][r["status"]] += 1
         if r.get("max_rel_err") is not None and r["status"] == "ok":
             row["worst"] = max(row["worst"] or 0.0, r["max_rel_err"])
+        last = (r["error"] or "").strip().splitlines()[-1:]
         note = r["reason"] if r["status"] in ("unavailable", "not_applicable") else \
-            (r["error"] or "").strip().splitlines()[-1:] and f"{r['case']}: {(r['error'] or '').strip().splitlines()[-1]}"
+            (f"{r['case']}: {last[0]}" if last else "")
         if note and note not in row["notes"]:
             row["notes"].append(note)
     return out
@@ -71,10 +72,12 @@ def markdown(doc: dict) -> str:
             for r in sorted(timed, key=lambda r: (r["case"], impl_label(r))):
                 t = r["timing"]
                 cold = t.get("cold") or {}
-                iqr = f" ({_fmt(cold.get('q1_ms'), '.4g')}–{_fmt(cold.get('q3_ms'), '.4g')})" if cold.get("q1_ms") else ""
+                iqr = (f" ({_fmt(cold.get('q1_ms'), '.4g')}–{_fmt(cold.get('q3_ms'), '.4g')})"
+                       if cold.get("q1_ms") else "")
                 lines.append(f"| {r['case']} | {impl_label(r)} | {_fmt(t.get('device_ms_cold'), '.4g')}{iqr} | "
                              f"{_fmt(t.get('device_ms_warm'), '.4g')} | {_fmt(t.get('host_ms'), '.4g')} | "
-                             f"{_fmt(t.get('launch_us'), '.3g')} | {_fmt(t.get('achieved'), '.4g')} {t.get('unit') or ''} | "
+                             f"{_fmt(t.get('launch_us'), '.3g')} | "
+                             f"{_fmt(t.get('achieved'), '.4g')} {t.get('unit') or ''} | "
                              f"{_fmt(t.get('pct_of_peak'), '.1f')} | {_fmt(t.get('pct_of_theoretical'), '.1f')} | "
                              f"{t.get('engine', '')}{' (suspect)' if t.get('suspect') else ''} |")
             lines.append("")

@@ -36,7 +36,7 @@ class JsonlWriter:
 
     def __init__(self, path: Path):
         self.path = path
-        self._f = open(path, "w")
+        self._f = open(path, "w")  # noqa: SIM115 (kept open for the run, closed by close())
 
     def write(self, obj: dict) -> None:
         self._f.write(json.dumps(obj, allow_nan=False) + "\n")

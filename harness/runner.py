@@ -3,7 +3,6 @@ records to results.jsonl, then measure compile times, cross-check outputs and wr
 from __future__ import annotations
 
 import datetime as dt
-import json
 import shutil
 import statistics
 import sys

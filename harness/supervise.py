@@ -97,7 +97,7 @@ def run_items(backend: str, variant: str, items: list, scratch: Path, log: Path,
         current, finished = None, set()
         deadline = time.monotonic() + startup_timeout
         timed_out = False
-        for event in _lines(read_fd, lambda: deadline):
+        for event in _lines(read_fd, lambda: deadline):  # noqa: B023 (reads the deadline as it moves)
             if event is None:
                 timed_out = True
                 break
@@ -141,7 +141,7 @@ def run_json(cmd_args: list[str], env: dict, timeout: float, log: Path) -> dict:
             out, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill(proc)
-            raise RuntimeError(f"timed out after {timeout:g} s")
+            raise RuntimeError(f"timed out after {timeout:g} s") from None
     if proc.returncode != 0:
         raise RuntimeError(f"{_exit_text(proc.returncode)}\n{_tail(log, log_start)}")
     return json.loads(out.strip().splitlines()[-1])

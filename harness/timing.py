@@ -41,9 +41,9 @@ def summarize(samples_s: list[float]) -> dict:
 def _done(samples, crit: Criterion, started: float) -> str | None:
     if time.perf_counter() - started > crit.timeout_s:
         return "timeout"
-    if len(samples) >= max(crit.min_samples, 5) and sum(samples) >= crit.min_time_s:
-        if statistics.stdev(samples) / statistics.fmean(samples) < crit.max_noise:
-            return "noise"
+    if len(samples) >= max(crit.min_samples, 5) and sum(samples) >= crit.min_time_s \
+            and statistics.stdev(samples) / statistics.fmean(samples) < crit.max_noise:
+        return "noise"
     return None
 
 

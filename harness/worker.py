@@ -21,8 +21,8 @@ import backends
 import problems
 from backends.base import Unavailable
 from harness import nvbench_engine, results
-from harness.timing import EventEngine, host_call_costs, host_engine, warm_up
 from harness.device import open_device
+from harness.timing import EventEngine, host_call_costs, host_engine, warm_up
 from problems.base import Case, CheckError, decode, poison
 
 N_SEEDS = 3

@@ -6,8 +6,8 @@ values travel as their uint16 bit patterns and every backend reinterprets them (
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import numpy as np
 

@@ -25,7 +25,7 @@ def _params():
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _session(backend: str, variant: str):
     from harness.worker import Session
     return Session(backend, variant)
@@ -38,7 +38,7 @@ def _copy_bytes_per_s() -> float:
     return peaks.measure(CudaDevice(), use_nvbench=False)["copy_bytes_per_s"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cold_compile_s(backend: str, variant: str, problem: str) -> float | None:
     import tempfile
     with tempfile.TemporaryDirectory() as cache:

@@ -1,7 +1,6 @@
 """Results files: schema-valid, CSV columns exact, incremental JSONL survives an interruption."""
 import csv
 import json
-from pathlib import Path
 
 import pytest
 

@@ -1,5 +1,4 @@
 """Timing method pieces that need no GPU: statistics, the host engine, nvbench's JSON, % of peak."""
-import json
 import shutil
 
 import pytest
