@@ -11,6 +11,13 @@ import numpy as np
 from harness import gpu
 
 
+JIT_CACHES = {
+    "CUDA_CACHE_PATH": "cuda-driver", "NUMBA_CACHE_DIR": "numba", "TRITON_CACHE_DIR": "triton",
+    "CUPY_CACHE_DIR": "cupy", "TORCHINDUCTOR_CACHE_DIR": "torchinductor", "CUTE_DSL_CACHE_DIR": "cute-dsl",
+    "CUDA_TILE_CACHE_DIR": "cuda-tile", "WARP_CACHE_PATH": "warp", "XDG_CACHE_HOME": "xdg",
+}
+
+
 class StreamHandle:
     """A raw CUDA stream handle in the `__cuda_stream__` protocol that CuPy, torch, numba and
     cuda.core accept."""
@@ -33,7 +40,7 @@ class Backend:
     distributions: tuple[str, ...] = ()   # package names whose versions go into the results
     min_compute_capability = (7, 0)
     min_driver_cuda = (12, 0)
-    cache_vars: dict[str, str] = {}       # JIT cache env var -> sub-folder of the run's cache dir
+    cache_vars: dict[str, str] = {}  # noqa: RUF012  extra JIT cache env vars -> sub-folder of the cache dir
 
     # -- what a subclass declares ---------------------------------------------------------
     def modules(self, variant: str) -> tuple[str, ...]:
@@ -103,7 +110,9 @@ class Backend:
             return False, f"availability check failed: {exc!r}"
 
     def cache_env(self, tmpdir: str) -> dict[str, str]:
-        return {var: os.path.join(tmpdir, sub) for var, sub in self.cache_vars.items()}
+        """Every JIT cache the lab knows of, and the backend's own, pointed into `tmpdir`: a worker
+        with a fresh `tmpdir` compiles from nothing (the CUDA driver's PTX cache included)."""
+        return {var: os.path.join(tmpdir, sub) for var, sub in {**JIT_CACHES, **self.cache_vars}.items()}
 
 
 def _installed(module: str) -> bool:

@@ -44,3 +44,11 @@ def test_availability_never_raises_and_says_why():
         for v in b.variants:
             ok, why = b.available(v)
             assert isinstance(ok, bool) and (ok or why)
+
+
+def test_cache_env_points_every_known_jit_cache_into_the_given_dir(tmp_path):
+    for name in backends.names():
+        env = backends.get(name).cache_env(str(tmp_path))
+        for var in ("CUDA_CACHE_PATH", "NUMBA_CACHE_DIR", "TRITON_CACHE_DIR", "CUPY_CACHE_DIR",
+                    "TORCHINDUCTOR_CACHE_DIR", "CUTE_DSL_CACHE_DIR", "CUDA_TILE_CACHE_DIR", "WARP_CACHE_PATH"):
+            assert env[var].startswith(str(tmp_path)), (name, var)

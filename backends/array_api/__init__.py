@@ -13,7 +13,6 @@ _TOOL = {"numpy": "numpy", "cupy": "cupy", "torch": "torch"}
 class ArrayAPI(Backend):
     variants = ("numpy", "cupy", "torch")
     distributions = ("array-api-compat", "numpy", "cupy-cuda13x", "cupy-cuda12x", "torch")
-    cache_vars = {"CUPY_CACHE_DIR": "cupy", "TORCHINDUCTOR_CACHE_DIR": "torchinductor"}
 
     def modules(self, variant):
         return (_TOOL[variant], "array_api_compat")
