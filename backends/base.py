@@ -47,6 +47,10 @@ class Backend:
         """Import names the variant needs (checked without importing them)."""
         return ()
 
+    def variants_of(self, problem: str) -> tuple[str, ...]:
+        """The variants that exist for one problem (all of them, unless a backend says otherwise)."""
+        return self.variants
+
     def extra_for(self, variant: str) -> str:
         """The pyproject extra that installs what the variant needs."""
         return self.extra
@@ -120,3 +124,49 @@ def _installed(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
         return False
+
+
+def cuda_simulator() -> bool:
+    """True when numba's CUDA simulator stands in for the GPU (NUMBA_ENABLE_CUDASIM=1)."""
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
+
+
+class NumbaBackend(Backend):
+    """Tools whose kernels are numba-cuda kernels (or that take numba device arrays): arrays are
+    numba device arrays (bfloat16 as its uint16 bits), the stream is numba's external stream.
+    Under NUMBA_ENABLE_CUDASIM=1 the simulator runs the small float32 test cases on the CPU."""
+    extra = "numba"
+    distributions = ("numba", "numba-cuda")
+    SIMULATED_ELEMENTS = 1 << 16       # the simulator runs each thread in Python: keep it small
+
+    def modules(self, variant):
+        return ("numba", "numba.cuda")
+
+    def device(self, variant):
+        return "cpu" if cuda_simulator() else "cuda"
+
+    def load(self, variant):
+        from numba import cuda
+        if not cuda.is_available():
+            raise Unavailable("numba-cuda sees no CUDA device")
+        return cuda
+
+    def supports(self, problem, case, variant):
+        if cuda_simulator():
+            elements = 1
+            for v in case.shape.values():
+                elements *= v
+            if case.dtype != "float32" or case.kind != "test" or elements > self.SIMULATED_ELEMENTS:
+                return "CUDA simulator: small float32 test cases only"
+        return None
+
+    def to_device(self, a, dtype, variant):
+        from numba import cuda
+        return cuda.to_device(np.ascontiguousarray(a))
+
+    def to_host(self, x, variant):
+        return x.copy_to_host()
+
+    def stream(self, handle, variant):
+        from numba import cuda
+        return cuda.default_stream() if handle is None else cuda.external_stream(handle)

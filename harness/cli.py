@@ -90,12 +90,13 @@ def cmd_list(args) -> int:
     reasons = {}
     for b in backends.names():
         backend = backends.get(b)
-        have = set(backends.problems_of(b))
-        for v in backend.variants:
+        have = {p: backend.variants_of(p) for p in backends.problems_of(b)}
+        for v in dict.fromkeys(v for vs in have.values() for v in vs):
             ok, why = backend.available(v)
             if not ok:
                 reasons[backend.label(v)] = why
-            table.add_row(escape(backend.label(v)), *[("✓" if ok else "✗") if p in have else "·" for p in names])
+            table.add_row(escape(backend.label(v)),
+                          *[("✓" if ok else "✗") if v in have.get(p, ()) else "·" for p in names])
     console.print(table)
     for label, why in reasons.items():
         console.print(escape(f"  {label}: {why}"))
@@ -118,7 +119,7 @@ def cmd_env(args) -> int:
         print(f"package  {name} {version}")
     for b in backends.names():
         backend = backends.get(b)
-        for v in backend.variants:
+        for v in dict.fromkeys(v for p in backends.problems_of(b) for v in backend.variants_of(p)):
             ok, why = backend.available(v)
             print(f"backend  {backend.label(v):22s} {'available' if ok else 'unavailable: ' + why}")
     return 0

@@ -34,6 +34,28 @@ def count_file(path: str | Path) -> Loc:
     return count_source(Path(path).read_text())
 
 
+def count_implementation(path: str | Path) -> Loc:
+    """An implementation file plus the backend-private modules (`_name.py` beside it) it imports:
+    helpers shared by a backend's files count once in each file that uses them."""
+    path = Path(path)
+    total = count_file(path)
+    for helper in private_imports(path):
+        extra = count_file(helper)
+        total = Loc(total.total + extra.total, total.kernel + extra.kernel)
+    return total
+
+
+def private_imports(path: Path) -> list[Path]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            last = node.module.rsplit(".", 1)[-1]
+            candidate = path.parent / f"{last}.py"
+            if last.startswith("_") and candidate.is_file() and candidate not in found:
+                found.append(candidate)
+    return found
+
+
 def count_source(source: str) -> Loc:
     tree = ast.parse(source)
     docstrings = _docstring_lines(tree)

@@ -24,7 +24,7 @@ def implementations() -> list[Impl]:
     """Every pair backends/<b>/<problem>.py, times the backend's variants. Imports no GPU library."""
     known = set(problems.names())
     return [Impl(b, v, p) for b in backends.names() for p in backends.problems_of(b) if p in known
-            for v in backends.get(b).variants]
+            for v in backends.get(b).variants_of(p)]
 
 
 def parse_backend(spec: str) -> tuple[str, str | None]:
@@ -33,8 +33,9 @@ def parse_backend(spec: str) -> tuple[str, str | None]:
     if not m or m.group(1) not in backends.names():
         raise ValueError(f"unknown backend {spec!r} (valid: {', '.join(backends.names())})")
     name, variant = m.group(1), m.group(2)
-    if variant is not None and variant not in backends.get(name).variants:
-        valid = ", ".join(backends.get(name).variants)
+    known = sorted({v for p in backends.problems_of(name) for v in backends.get(name).variants_of(p)})
+    if variant is not None and variant not in known:
+        valid = ", ".join(repr(v) for v in known)
         raise ValueError(f"backend {name} has no variant {variant!r} (valid: {valid})")
     return name, variant
 

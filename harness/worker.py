@@ -7,6 +7,7 @@ time it. Records go to the parent as JSON lines on a pipe; a crash here costs on
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import pickle
@@ -62,7 +63,10 @@ class Session:
         self.device.sync()
         with self.backend.stream_context(self.stream, self.variant):
             t0 = time.perf_counter()
-            run = self.module(problem.name).build(case, inputs, outputs, self.stream)
+            build = self.module(problem.name).build
+            # a backend with variants tells its implementation which one through `variant`
+            extra = {"variant": self.variant} if "variant" in inspect.signature(build).parameters else {}
+            run = build(case, inputs, outputs, self.stream, **extra)
             self.device.sync()
             build_s = time.perf_counter() - t0
         return run, inputs, outputs, ref, build_s

@@ -88,7 +88,7 @@ def test_bench(benchmark, impl, case):
                 break
     refs = {"copy_bytes_per_s": _copy_bytes_per_s() if problem.roofline == "memory" else None}
     roofline.apply({"records": records, "references": refs})
-    count = loc.count_file(backends.source_path(impl.backend, impl.problem))
+    count = loc.count_implementation(backends.source_path(impl.backend, impl.problem))
     benchmark.group = f"{problem.name} {case.name}"
     cold = timing["cold"] or {}
     benchmark.extra_info.update(

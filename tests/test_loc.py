@@ -46,3 +46,12 @@ def test_array_api_files_have_no_kernel_lines():
     for p in ("segreduce", "elementwise", "gemm"):
         loc = count_file(source_path("array_api", p))
         assert loc.kernel == 0 and 3 <= loc.total <= 10
+
+
+def test_backend_private_helpers_count_in_each_file_that_imports_them():
+    from backends import source_path
+    from harness.loc import count_implementation
+    path = source_path("numba_simt", "elementwise")
+    helper = count_file(path.parent / "_common.py")
+    assert count_implementation(path).total == count_file(path).total + helper.total
+    assert count_implementation(path).kernel >= helper.kernel > 0

@@ -1,0 +1,22 @@
+"""z = alpha * x + y with cuda.compute.binary_transform: the operator is a Python function that
+cuda.compute compiles; alpha lives in a one-element device array so a new value needs no rebuild."""
+import numpy as np
+from numba import cuda
+
+import cuda.compute
+
+
+def build(case, inputs, outputs, stream):
+    x, y, z = inputs["x"], inputs["y"], outputs["z"]
+    alpha = cuda.to_device(np.array([inputs["alpha"]], dtype=np.float32))
+
+    def axpy(a, b):
+        return alpha[0] * a + b
+
+    transform = cuda.compute.make_binary_transform(d_in1=x, d_in2=y, d_out=z, op=axpy)
+    n = x.shape[0]
+
+    def run():
+        transform(d_in1=x, d_in2=y, d_out=z, op=axpy, num_items=n, stream=stream)
+
+    return run

@@ -1,0 +1,72 @@
+"""Per-row sum with cuda.coop: long rows take a block each (block load of tiles, a running sum
+per thread, one block sum at the end); short rows take a warp each (striped loads, warp sum)."""
+import numba
+import numpy as np
+from numba import cuda
+
+import cuda.coop._experimental as coop
+
+THREADS = 256
+ITEMS = 8                        # per thread and tile: 32 bytes of float32
+TILE = THREADS * ITEMS
+WARPS = THREADS // 32
+WARP_PER_ROW_UP_TO = 1024        # columns
+
+
+def block_per_row(dtype):
+    load = coop.block.make_load(dtype, THREADS, ITEMS, "vectorize")
+    block_sum = coop.block.make_sum(numba.float32, THREADS)
+
+    @cuda.jit(link=load.files + block_sum.files)
+    def row_sum(x, y):
+        row, tid = cuda.blockIdx.x, cuda.threadIdx.x
+        xrow = x[row]
+        cols = xrow.shape[0]
+        items = cuda.local.array(ITEMS, dtype)
+        acc = numba.float32(0.0)
+        full = cols // TILE
+        for t in range(full):
+            load(xrow[t * TILE:], items)
+            for i in range(ITEMS):
+                acc += numba.float32(items[i])
+        for c in range(full * TILE + tid, cols, THREADS):      # the tail, guarded by hand
+            acc += numba.float32(xrow[c])
+        total = block_sum(acc)
+        if tid == 0:
+            y[row] = total
+
+    return row_sum
+
+
+def warp_per_row(dtype):
+    warp_sum = coop.warp.make_sum(numba.float32)
+
+    @cuda.jit(link=warp_sum.files)
+    def row_sum(x, y):
+        row = cuda.blockIdx.x * WARPS + cuda.threadIdx.x // 32
+        lane = cuda.threadIdx.x % 32
+        if row < x.shape[0]:
+            acc = numba.float32(0.0)
+            for c in range(lane, x.shape[1], 32):
+                acc += numba.float32(x[row, c])
+            total = warp_sum(acc)
+            if lane == 0:
+                y[row] = total
+
+    return row_sum
+
+
+def build(case, inputs, outputs, stream):
+    x, y = inputs["x"], outputs["y"]
+    rows, cols = x.shape
+    dtype = numba.from_dtype(np.dtype(case.dtype))
+    if cols <= WARP_PER_ROW_UP_TO:
+        kernel, grid = warp_per_row(dtype), (rows + WARPS - 1) // WARPS
+    else:
+        kernel, grid = block_per_row(dtype), rows
+    kernel.compile((numba.typeof(x), numba.typeof(y)))
+
+    def run():
+        kernel[grid, THREADS, stream](x, y)
+
+    return run
