@@ -3,7 +3,7 @@ cuda.compute compiles; alpha lives in a one-element device array so a new value 
 import numpy as np
 from numba import cuda
 
-import cuda.compute
+from cuda import compute           # binds only `compute`: `cuda` stays numba.cuda
 
 
 def build(case, inputs, outputs, stream):
@@ -13,7 +13,7 @@ def build(case, inputs, outputs, stream):
     def axpy(a, b):
         return alpha[0] * a + b
 
-    transform = cuda.compute.make_binary_transform(d_in1=x, d_in2=y, d_out=z, op=axpy)
+    transform = compute.make_binary_transform(d_in1=x, d_in2=y, d_out=z, op=axpy)
     n = x.shape[0]
 
     def run():

@@ -3,7 +3,7 @@ with row offsets and temporary storage allocated there; run() only calls it."""
 import numpy as np
 from numba import cuda
 
-import cuda.compute
+from cuda import compute           # binds only `compute`: `cuda` stays numba.cuda
 from cuda.compute import OpKind
 
 
@@ -15,7 +15,7 @@ def build(case, inputs, outputs, stream, variant=""):
     h_init = np.zeros((), dtype=np.float32)         # accumulates (and returns) float32, any input dtype
     flat = x.reshape(rows * cols)
     sized = {} if variant == "default_args" else {"max_segment_size": cols}
-    reducer = cuda.compute.make_segmented_reduce(d_in=flat, d_out=y, start_offsets_in=starts,
+    reducer = compute.make_segmented_reduce(d_in=flat, d_out=y, start_offsets_in=starts,
                                                  end_offsets_in=ends, op=OpKind.PLUS, h_init=h_init)
     args = dict(d_in=flat, d_out=y, num_segments=rows, start_offsets_in=starts, end_offsets_in=ends,
                 op=OpKind.PLUS, h_init=h_init, stream=stream, **sized)

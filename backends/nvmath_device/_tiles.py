@@ -1,0 +1,30 @@
+"""cuBLASDx's copies do no bounds checks: shapes that are not tile multiples run on zero-padded
+copies (allocated in build, refreshed by each run, so the padding work is timed too)."""
+import numba
+from numba import cuda
+
+
+@cuda.jit
+def copy_2d(src, dst):
+    i, j = cuda.grid(2)
+    if i < src.shape[0] and j < src.shape[1]:
+        dst[i, j] = src[i, j]
+
+
+def padded(array, tiles):
+    """`array` itself when its shape is a multiple of `tiles`, else a zero-filled larger array."""
+    shape = tuple(-(-s // t) * t for s, t in zip(array.shape, tiles, strict=True))
+    if shape == array.shape:
+        return array
+    out = cuda.device_array(shape, dtype=array.dtype)
+    out[:] = 0
+    return out
+
+
+def copier(src, dst, stream):
+    """A launcher copying src into the top-left of dst (compiled now), or a no-op if they are one."""
+    if src is dst:
+        return lambda: None
+    copy_2d.compile((numba.typeof(src), numba.typeof(dst)))
+    grid = ((src.shape[0] + 15) // 16, (src.shape[1] + 15) // 16)
+    return lambda: copy_2d[grid, (16, 16), stream](src, dst)
