@@ -1,4 +1,10 @@
-"""nvmath-python's device API: cuBLASDx (through libmathdx) called inside numba-cuda kernels."""
+"""nvmath-python's device API: cuBLASDx (through libmathdx) called inside numba-cuda kernels.
+
+WORK IN PROGRESS, not discovered (the leading underscore keeps it out of the registry). On the
+H100 node (2026-11-22) the gemm failed on float16 test cases with "ValueError: Alignment must be a
+multiple of 8" and did not finish a float32 test case within minutes (a hang or a very slow
+libmathdx compile); segreduce (y = X @ ones) has not run yet. Rename the folder to nvmath_device
+once both run correctly there."""
 from backends.base import NumbaBackend
 
 
