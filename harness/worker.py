@@ -2,7 +2,8 @@
 time it. Records go to the parent as JSON lines on a pipe; a crash here costs one item, not the run.
 
     python -m harness.worker run --backend B --variant V --items ITEMS.json --fd N --scratch DIR
-    python -m harness.worker compile --backend B --variant V --problem P --case C
+    python -m harness.worker compile --backend B --variant V --problem P   (one cold/warm build)
+    python -m harness.worker peaks                                          (copy bandwidth, peaks)
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ class Session:
     def __init__(self, backend_name: str, variant: str):
         self.backend = backends.get(backend_name)
         self.variant = variant
-        self.tool = self.backend.load(variant)
+        self.backend.load(variant)       # imports the tool; raises Unavailable with the reason
         self.device = open_device(self.backend.device(variant))
         self.stream = self.backend.stream(self.device.handle, variant)
         self.modules: dict[str, object] = {}
@@ -166,7 +167,7 @@ class Worker:
             self.broken = True
         self.send({"event": "done", "item": i, "record": rec})
 
-    def bench_item(self, i, problem, case, measure) -> dict | None:
+    def bench_item(self, i, problem, case, measure) -> dict:
         """Check on a fresh seed, time with `measure(timed_call)`, re-check the timed output."""
         self.send({"event": "start", "item": i})
         rec = self.record(problem, case)
@@ -258,8 +259,12 @@ class Worker:
         if device:
             self.send({"event": "device", "properties": {"nvbench": device}})
         for name, (i, rec) in measured.items():
-            if rec.get("timing") is not None and "engine" in figures.get(name, {}):
-                rec["timing"].update(figures[name])
+            if rec.get("timing") is not None:
+                if "engine" in figures.get(name, {}):
+                    rec["timing"].update(figures[name])
+                else:                      # checked, but nvbench kept no figures for it
+                    rec["timing"] = None
+                    rec["error"] = f"nvbench: {figures.get(name, {}).get('skipped', 'no figures written')}"
             self.send({"event": "done", "item": i, "record": rec})
 
 
