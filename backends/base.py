@@ -170,3 +170,29 @@ class NumbaBackend(Backend):
     def stream(self, handle, variant):
         from numba import cuda
         return cuda.default_stream() if handle is None else cuda.external_stream(handle)
+
+
+def torch_to_device(a: np.ndarray, dtype: str, device: str):
+    """A torch tensor on `device` holding `a` (bfloat16 reinterpreted from its uint16 bits)."""
+    import torch
+    a = np.ascontiguousarray(a)
+    host = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16) if dtype == "bfloat16" else torch.from_numpy(a)
+    return host.to(device)
+
+
+def torch_to_host(x) -> np.ndarray:
+    """A torch tensor -> NumPy in storage form (bfloat16 as its uint16 bits)."""
+    import torch
+    if x.dtype == torch.bfloat16:
+        return x.view(torch.int16).cpu().numpy().view(np.uint16)
+    return x.cpu().numpy()
+
+
+def torch_stream(handle: int):
+    import torch
+    return torch.cuda.ExternalStream(handle)
+
+
+def torch_stream_context(stream):
+    import torch
+    return torch.cuda.stream(stream)

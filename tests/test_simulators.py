@@ -1,20 +1,28 @@
-"""What runs without a GPU beyond NumPy: the numba_simt kernels on numba's CUDA simulator
-(NUMBA_ENABLE_CUDASIM=1), small float32 test cases, through the real harness."""
+"""What runs without a GPU beyond NumPy, through the real harness: the numba_simt kernels on
+numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1, small float32 test cases) and the Triton kernels
+on Triton's interpreter (TRITON_INTERPRET=1, small fp32/fp16 test cases on CPU tensors)."""
+import importlib.util
+
 import pytest
 
 from tests.conftest import run_lab
 
-pytest.importorskip("numba.cuda", reason="numba-cuda not installed")
+TOOLS = {"numba_simt": ("numba", "NUMBA_ENABLE_CUDASIM", "simulator"),
+         "triton": ("triton", "TRITON_INTERPRET", "interpreter")}
+PAIRS = [pytest.param(b, p, id=f"{b}-{p}") for b in TOOLS for p in ("segreduce", "elementwise", "gemm")]
 
 
-@pytest.mark.parametrize("problem", ["segreduce", "elementwise", "gemm"])
-def test_numba_simt_on_the_cuda_simulator(tmp_path, monkeypatch, problem):
-    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")      # inherited by the worker processes
-    doc = run_lab(tmp_path, problems=[problem], backends_=["numba_simt"])
-    rows = [r for r in doc["records"] if r["backend"] == "numba_simt"]
+@pytest.mark.parametrize("backend,problem", PAIRS)
+def test_kernels_without_a_gpu(tmp_path, monkeypatch, backend, problem):
+    module, switch, word = TOOLS[backend]
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{module} not installed")
+    monkeypatch.setenv(switch, "1")                      # inherited by the worker processes
+    doc = run_lab(tmp_path, problems=[problem], backends_=[backend])
+    rows = [r for r in doc["records"] if r["backend"] == backend]
     ran = [r for r in rows if r["status"] == "ok"]
     bad = [f"{r['case']}: {r['status']}: {r['error'][-300:]}" for r in rows if r["status"] in ("wrong", "failed")]
     assert not bad, "\n".join(bad)
-    assert ran and all(r["dtype"] == "float32" and len(r["seeds"]) == 3 for r in ran)
+    assert ran and all(r["dtype"] in ("float32", "float16") and len(r["seeds"]) == 3 for r in ran)
     skipped = [r for r in rows if r["status"] == "not_applicable"]
-    assert all("simulator" in r["reason"] for r in skipped)
+    assert all(word in r["reason"] for r in skipped)

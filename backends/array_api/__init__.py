@@ -5,7 +5,8 @@ import importlib
 
 import numpy as np
 
-from backends.base import Backend, StreamHandle, Unavailable
+from backends.base import (Backend, StreamHandle, Unavailable, torch_stream, torch_stream_context, torch_to_device,
+                           torch_to_host)
 
 _TOOL = {"numpy": "numpy", "cupy": "cupy", "torch": "torch"}
 
@@ -50,10 +51,7 @@ class ArrayAPI(Backend):
         if variant == "numpy":
             return np.array(a, copy=True)
         if variant == "torch":
-            import torch
-            host = torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16) \
-                if dtype == "bfloat16" else torch.from_numpy(np.ascontiguousarray(a))
-            return host.to("cuda")
+            return torch_to_device(a, dtype, "cuda")
         import cupy
         dev = cupy.asarray(a)
         return dev.view(_cupy_bfloat16()) if dtype == "bfloat16" else dev
@@ -62,9 +60,7 @@ class ArrayAPI(Backend):
         if variant == "numpy":
             return np.asarray(x)
         if variant == "torch":
-            import torch
-            return x.view(torch.int16).cpu().numpy().view(np.uint16) if x.dtype == torch.bfloat16 \
-                else x.cpu().numpy()
+            return torch_to_host(x)
         return (x.view("uint16") if x.dtype == _cupy_bfloat16() else x).get()
 
     def release(self, variant):
@@ -77,8 +73,7 @@ class ArrayAPI(Backend):
 
     def stream(self, handle, variant):
         if variant == "torch":
-            import torch
-            return torch.cuda.ExternalStream(handle)
+            return torch_stream(handle)
         if variant == "cupy":
             import cupy
             return cupy.cuda.Stream.from_external(StreamHandle(handle))
@@ -86,8 +81,7 @@ class ArrayAPI(Backend):
 
     def stream_context(self, stream, variant):
         if variant == "torch":
-            import torch
-            return torch.cuda.stream(stream)
+            return torch_stream_context(stream)
         return stream if variant == "cupy" else contextlib.nullcontext()
 
 

@@ -1,0 +1,55 @@
+"""Triton: block-level programs in Python; arrays are torch tensors, launched on torch's current
+stream. Under TRITON_INTERPRET=1 (CI, no GPU) the interpreter runs the small fp32/fp16 test cases
+on CPU tensors."""
+import contextlib
+import os
+
+from backends.base import (Backend, Unavailable, torch_stream, torch_stream_context, torch_to_device,
+                           torch_to_host)
+
+INTERPRETED_WORK = 2**27        # the interpreter runs blocks as NumPy on the CPU: keep it small
+
+
+def interpreted() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+class Triton(Backend):
+    extra = "triton"
+    distributions = ("triton", "torch")
+
+    def modules(self, variant):
+        return ("triton", "torch")
+
+    def device(self, variant):
+        return "cpu" if interpreted() else "cuda"
+
+    def load(self, variant):
+        import torch
+        if not interpreted() and not torch.cuda.is_available():
+            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
+
+    def supports(self, problem, case, variant):
+        if not interpreted():
+            return None
+        work = 1
+        for v in case.shape.values():
+            work *= v
+        if case.kind != "test" or case.dtype == "bfloat16" or work > INTERPRETED_WORK:
+            return "Triton interpreter: small fp32/fp16 test cases only (it mishandles bf16 tl.dot)"
+        return None
+
+    def to_device(self, a, dtype, variant):
+        return torch_to_device(a, dtype, self.device(variant))
+
+    def to_host(self, x, variant):
+        return torch_to_host(x)
+
+    def stream(self, handle, variant):
+        return None if handle is None else torch_stream(handle)
+
+    def stream_context(self, stream, variant):
+        return contextlib.nullcontext() if stream is None else torch_stream_context(stream)
+
+
+BACKEND = Triton()
