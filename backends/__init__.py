@@ -53,6 +53,12 @@ def implementation(name: str, problem: str):
     return importlib.import_module(f"{import_name(name)}.{problem}")
 
 
+def variants(name: str) -> list[str]:
+    """Every variant backend `name` has for any of its problems, in declaration order."""
+    backend = get(name)
+    return list(dict.fromkeys(v for p in problems_of(name) for v in backend.variants_of(p)))
+
+
 def problems_of(name: str) -> list[str]:
     return sorted(p.stem for p in _folders()[name].glob("*.py") if not p.stem.startswith("_"))
 

@@ -3,6 +3,7 @@ at module level: tools are imported inside methods, in the worker process that r
 from __future__ import annotations
 
 import contextlib
+import math
 import importlib.util
 import os
 
@@ -152,12 +153,10 @@ class NumbaBackend(Backend):
         return cuda
 
     def supports(self, problem, case, variant):
-        if cuda_simulator():
-            elements = 1
-            for v in case.shape.values():
-                elements *= v
-            if case.dtype != "float32" or case.kind != "test" or elements > self.SIMULATED_ELEMENTS:
-                return "CUDA simulator: small float32 test cases only"
+        small_fp32_test = case.dtype == "float32" and case.kind == "test" \
+            and math.prod(case.shape.values()) <= self.SIMULATED_ELEMENTS
+        if cuda_simulator() and not small_fp32_test:
+            return "CUDA simulator: small float32 test cases only"
         return None
 
     def to_device(self, a, dtype, variant):

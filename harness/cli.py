@@ -91,7 +91,7 @@ def cmd_list(args) -> int:
     for b in backends.names():
         backend = backends.get(b)
         have = {p: backend.variants_of(p) for p in backends.problems_of(b)}
-        for v in dict.fromkeys(v for vs in have.values() for v in vs):
+        for v in backends.variants(b):
             ok, why = backend.available(v)
             if not ok:
                 reasons[backend.label(v)] = why
@@ -119,7 +119,7 @@ def cmd_env(args) -> int:
         print(f"package  {name} {version}")
     for b in backends.names():
         backend = backends.get(b)
-        for v in dict.fromkeys(v for p in backends.problems_of(b) for v in backend.variants_of(p)):
+        for v in backends.variants(b):
             ok, why = backend.available(v)
             print(f"backend  {backend.label(v):22s} {'available' if ok else 'unavailable: ' + why}")
     return 0

@@ -49,7 +49,6 @@ def measure(device, use_nvbench: bool = True) -> dict:
     if why_not is None:
         import tempfile
         from pathlib import Path
-        figures = {}
 
         def fn(state):
             state.set_stream(stream)

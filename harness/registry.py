@@ -33,7 +33,7 @@ def parse_backend(spec: str) -> tuple[str, str | None]:
     if not m or m.group(1) not in backends.names():
         raise ValueError(f"unknown backend {spec!r} (valid: {', '.join(backends.names())})")
     name, variant = m.group(1), m.group(2)
-    known = sorted({v for p in backends.problems_of(name) for v in backends.get(name).variants_of(p)})
+    known = backends.variants(name)
     if variant is not None and variant not in known:
         valid = ", ".join(repr(v) for v in known)
         raise ValueError(f"backend {name} has no variant {variant!r} (valid: {valid})")

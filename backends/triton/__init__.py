@@ -2,6 +2,7 @@
 stream. Under TRITON_INTERPRET=1 (CI, no GPU) the interpreter runs the small fp32/fp16 test cases
 on CPU tensors."""
 import contextlib
+import math
 import os
 
 from backends.base import (Backend, Unavailable, torch_stream, torch_stream_context, torch_to_device,
@@ -32,10 +33,7 @@ class Triton(Backend):
     def supports(self, problem, case, variant):
         if not interpreted():
             return None
-        work = 1
-        for v in case.shape.values():
-            work *= v
-        if case.kind != "test" or case.dtype == "bfloat16" or work > INTERPRETED_WORK:
+        if case.kind != "test" or case.dtype == "bfloat16" or math.prod(case.shape.values()) > INTERPRETED_WORK:
             return "Triton interpreter: small fp32/fp16 test cases only (it mishandles bf16 tl.dot)"
         return None
 
