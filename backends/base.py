@@ -74,6 +74,11 @@ class Backend:
         """Device array -> NumPy in storage form (bfloat16 as its uint16 bits), dtype kept."""
         raise NotImplementedError
 
+    def search_paths(self, variant: str) -> dict[str, str]:
+        """Entries to put in front of PATH-like variables (PATH, PYTHONPATH) in this backend's
+        worker processes only: a toolchain that must not reach the other backends."""
+        return {}
+
     def stream(self, handle: int, variant: str):
         """The tool's own object for the harness's CUDA stream (given as a raw handle)."""
         return handle

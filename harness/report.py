@@ -92,6 +92,8 @@ def markdown(doc: dict) -> str:
                          f"{_fmt(comp.get('warm_s'))} | {_fmt(comp.get('first_call_s'))} | "
                          f"{_fmt(loc.get('total'), 'd')} ({_fmt(loc.get('kernel'), 'd')}) |")
             notes += [f"- {label}: {n}" for n in s["notes"]]
+            notes += [f"- {label}: of the cold compile, {name.removesuffix('_s')} took {seconds:.3g} s (median)"
+                      for name, seconds in (comp.get("cold_parts_s") or {}).items()]
         lines += [""] + notes + ([""] if notes else [])
     worst = {}
     for x in doc.get("crosscheck") or []:

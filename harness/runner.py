@@ -161,7 +161,7 @@ class Run:
         impl = job.impl
         backend = backends.get(impl.backend)
         cache = scratch / "cache" / impl.label
-        environ = supervise.worker_env(backend.cache_env(str(cache)))
+        environ = supervise.worker_env(backend.cache_env(str(cache)), backend.search_paths(impl.variant))
         items = [{"problem": impl.problem, "case": c.to_json()} for c in job.cases]
 
         def on_event(index, event):
@@ -187,25 +187,28 @@ class Run:
         backend = backends.get(impl.backend)
         log = self.out / "logs" / f"{impl.label}.{impl.problem}.compile.log"
         args = ["compile", "--backend", impl.backend, "--variant", impl.variant, "--problem", impl.problem]
-        cold, warm, first_calls, case = [], [], [], None
+        cold, warm, first_calls, parts, case = [], [], [], {}, None
         try:
             caches = [Path(tempfile.mkdtemp(dir=scratch, prefix="cache-")) for _ in range(self.opts.compile_repeats)]
             for cache in caches:
-                r = supervise.run_json(args, supervise.worker_env(backend.cache_env(str(cache))),
+                r = supervise.run_json(args, supervise.worker_env(backend.cache_env(str(cache)), backend.search_paths(impl.variant)),
                                        self.opts.item_timeout, log)
                 if r.get("not_applicable"):
                     return {"case": None, "error": r["not_applicable"]}
                 cold.append(r["build_s"])
                 first_calls.append(r["first_call_s"])
+                for name, seconds in r.get("parts", {}).items():
+                    parts.setdefault(name, []).append(seconds)
                 case = r["case"]
             for _ in range(self.opts.compile_repeats):
-                r = supervise.run_json(args, supervise.worker_env(backend.cache_env(str(caches[0]))),
+                r = supervise.run_json(args, supervise.worker_env(backend.cache_env(str(caches[0])), backend.search_paths(impl.variant)),
                                        self.opts.item_timeout, log)
                 warm.append(r["build_s"])
         except RuntimeError as exc:
             return {"case": case, "error": str(exc)[-2000:], "cold_samples": cold, "warm_samples": warm}
         return {"case": case, "cold_s": statistics.median(cold), "warm_s": statistics.median(warm),
                 "first_call_s": statistics.median(first_calls), "cold_samples": cold, "warm_samples": warm,
+                "cold_parts_s": {name: statistics.median(v) for name, v in parts.items()},
                 "processes": len(cold) + len(warm)}
 
 

@@ -14,8 +14,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def worker_env(extra: dict[str, str]) -> dict[str, str]:
+def worker_env(extra: dict[str, str], search_paths: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a worker: ours, with `extra` set and each `search_paths` entry put in
+    front of its path list (PATH, PYTHONPATH); the lab's root comes first on PYTHONPATH."""
     env = dict(os.environ)
+    for var, entry in (search_paths or {}).items():
+        env[var] = os.pathsep.join([entry] + [p for p in env.get(var, "").split(os.pathsep) if p])
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)

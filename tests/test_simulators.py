@@ -1,28 +1,33 @@
 """What runs without a GPU beyond NumPy, through the real harness: the numba_simt kernels on
-numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1, small float32 test cases) and the Triton kernels
-on Triton's interpreter (TRITON_INTERPRET=1, small fp32/fp16 test cases on CPU tensors)."""
+numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1, small float32 test cases), the Triton kernels on
+Triton's interpreter (TRITON_INTERPRET=1, small fp32/fp16 test cases on CPU tensors) and the Warp
+tile kernels on Warp's CPU device (the warp_tiles[cpu] variant, small test cases)."""
 import importlib.util
 
 import pytest
 
 from tests.conftest import run_lab
 
-TOOLS = {"numba_simt": ("numba", "NUMBA_ENABLE_CUDASIM", "simulator"),
-         "triton": ("triton", "TRITON_INTERPRET", "interpreter")}
+# backend -> (module, environment switch, word in the reason for what it skips, dtypes it runs)
+TOOLS = {"numba_simt": ("numba", "NUMBA_ENABLE_CUDASIM", "simulator", {"float32"}),
+         "triton": ("triton", "TRITON_INTERPRET", "interpreter", {"float32", "float16"}),
+         "warp_tiles[cpu]": ("warp", None, "CPU device", {"float32", "float16", "bfloat16"})}
 PAIRS = [pytest.param(b, p, id=f"{b}-{p}") for b in TOOLS for p in ("segreduce", "elementwise", "gemm")]
 
 
 @pytest.mark.parametrize("backend,problem", PAIRS)
 def test_kernels_without_a_gpu(tmp_path, monkeypatch, backend, problem):
-    module, switch, word = TOOLS[backend]
+    module, switch, word, dtypes = TOOLS[backend]
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"{module} not installed")
-    monkeypatch.setenv(switch, "1")                      # inherited by the worker processes
+    if switch:
+        monkeypatch.setenv(switch, "1")                  # inherited by the worker processes
     doc = run_lab(tmp_path, problems=[problem], backends_=[backend])
-    rows = [r for r in doc["records"] if r["backend"] == backend]
+    name, _, variant = backend.rstrip("]").partition("[")
+    rows = [r for r in doc["records"] if r["backend"] == name and r["variant"] == variant]
     ran = [r for r in rows if r["status"] == "ok"]
     bad = [f"{r['case']}: {r['status']}: {r['error'][-300:]}" for r in rows if r["status"] in ("wrong", "failed")]
     assert not bad, "\n".join(bad)
-    assert ran and all(r["dtype"] in ("float32", "float16") and len(r["seeds"]) == 3 for r in ran)
+    assert ran and {r["dtype"] for r in ran} == dtypes and all(len(r["seeds"]) == 3 for r in ran)
     skipped = [r for r in rows if r["status"] == "not_applicable"]
     assert all(word in r["reason"] for r in skipped)

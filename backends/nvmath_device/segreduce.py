@@ -2,6 +2,8 @@
 a numba-cuda kernel. Each block takes 32 rows and walks the columns in 64-wide slices staged in
 shared memory; B is a column of ones kept in shared memory. n = 1 leaves the tensor cores idle:
 this is the "a reduction is a GEMV" way, not the fast way."""
+import functools
+
 import numba
 import numpy as np
 from numba import cuda
@@ -14,7 +16,8 @@ THREADS = 128
 TM, TK = 32, 64            # 32 rows a block: a long-row matrix still spreads over every SM
 
 
-def make_gemv(dtype):
+@functools.cache
+def gemv_kernel(dtype):
     np_dtype = np.dtype(dtype).type
     MM = Matmul(size=(TM, 1, TK), precision=(np_dtype, np_dtype, np.float32), data_type="real",
                 arrangement=("row_major", "row_major", "row_major"), execution="Block",
@@ -48,7 +51,7 @@ def make_gemv(dtype):
 def build(case, inputs, outputs, stream):
     x, y = inputs["x"], outputs["y"]
     rows = x.shape[0]
-    kernel = make_gemv(case.dtype)
+    kernel = gemv_kernel(case.dtype)
     x_p = padded(x, (TM, TK))
     y_p = cuda.device_array((x_p.shape[0], 1), dtype=np.float32)
     ones = cuda.to_device(np.ones((TK, 1), dtype=np.dtype(case.dtype)))

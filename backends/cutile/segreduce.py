@@ -1,0 +1,38 @@
+"""Per-row sum in cuTile, the way its LayerNorm sample walks a row: a block owns `rows` rows and
+adds (rows x cols) tiles, widened to float32, into a float32 tile; one ct.sum over the columns at
+the end. Short rows share a block; a long row walks its columns tile by tile."""
+import cuda.tile as ct
+import torch
+
+from backends.cutile import compile_on_scratch
+
+TILE_ELEMENTS = 4096
+
+
+@ct.kernel
+def row_sum(x, y, rows: ct.Constant[int], cols: ct.Constant[int]):
+    bid = ct.bid(0)
+    acc = ct.full((rows, cols), 0, dtype=ct.float32)
+    for j in range(ct.num_tiles(x, axis=1, shape=(rows, cols))):
+        t = ct.load(x, index=(bid, j), shape=(rows, cols), padding_mode=ct.PaddingMode.ZERO)
+        acc += t.astype(ct.float32)
+    ct.store(y, index=(bid,), tile=ct.sum(acc, axis=1))
+
+
+def tile_shape(n_cols):
+    """Columns: the power of two covering a row, up to TILE_ELEMENTS; rows: the rest of the tile."""
+    cols = min(TILE_ELEMENTS, 1 << max(n_cols - 1, 0).bit_length())
+    return TILE_ELEMENTS // cols, cols
+
+
+def build(case, inputs, outputs, stream):
+    x, y = inputs["x"], outputs["y"]
+    rows, cols = tile_shape(x.shape[1])
+    grid = (ct.cdiv(x.shape[0], rows),)
+    compile_on_scratch(stream, grid, row_sum, (x, torch.empty_like(y), rows, cols))
+
+    def run():
+        ct.launch(stream, grid, row_sum, (x, y, rows, cols))
+
+    return run
+

@@ -1,0 +1,30 @@
+"""nvmath-python's device API: cuBLASDx (through libmathdx) called inside numba-cuda kernels.
+
+gemm variants, after nvmath's two performance examples: "" is the K loop of MM.execute() on tiles
+double-buffered in shared memory (warp-level MMA); "pipeline" hands the K loop to a DevicePipeline
+(TMA loads and warpgroup MMA on Hopper), float16 only as in its example. segreduce is y = X @ ones."""
+from backends.base import NumbaBackend
+
+
+class NvmathDevice(NumbaBackend):
+    extra = "nvmath"
+    distributions = ("nvmath-python", "nvidia-libmathdx-cu13", "numba", "numba-cuda")
+
+    def modules(self, variant):
+        return ("nvmath.device", "numba.cuda")
+
+    def variants_of(self, problem):
+        return ("", "pipeline") if problem == "gemm" else ("",)
+
+    def device(self, variant):
+        return "cuda"            # cuBLASDx code is generated for the current GPU: no simulator
+
+    def supports(self, problem, case, variant):
+        if case.dtype == "bfloat16":
+            return "nvmath-python 1.0's device Matmul takes no bfloat16"
+        if variant == "pipeline" and case.dtype != "float16":
+            return "the pipeline (TMA + warpgroup MMA) variant is written for float16, as nvmath's example"
+        return None
+
+
+BACKEND = NvmathDevice()

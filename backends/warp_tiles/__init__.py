@@ -1,0 +1,71 @@
+"""NVIDIA Warp's tile primitives (tile_load / tile_sum / tile_matmul / tile_store, launch_tiled).
+
+Variants: "" runs on the GPU; "cpu" runs the small test cases on Warp's CPU device (how CI checks
+the kernels); for gemm, "no_mathdx" compiles tile_matmul without cuBLASDx (libmathdx), whose link
+step dominates the cold compile, to show what that costs and saves (test cases only: its scalar
+GEMM is not a contender). The GPU variant "" is the one the tables compare."""
+import math
+
+import numpy as np
+
+from backends.base import Backend, Unavailable
+
+CPU_WORK = 2**27         # Warp's CPU device runs a block's threads one after another: keep it small
+
+
+class WarpTiles(Backend):
+    extra = "warp"
+    distributions = ("warp-lang",)
+
+    def modules(self, variant):
+        return ("warp",)
+
+    def variants_of(self, problem):
+        return ("", "no_mathdx", "cpu") if problem == "gemm" else ("", "cpu")
+
+    def device(self, variant):
+        return "cpu" if variant == "cpu" else "cuda"
+
+    def load(self, variant):
+        import warp as wp
+        wp.config.quiet = True
+        wp.init()
+        if variant == "cpu" and not wp.is_cpu_available():
+            raise Unavailable("this Warp build has no CPU compiler (warp-clang)")
+        if variant != "cpu" and not wp.is_cuda_available():
+            raise Unavailable(f"Warp {wp.__version__} sees no CUDA device")
+
+    def supports(self, problem, case, variant):
+        if variant == "cpu" and (case.kind != "test" or math.prod(case.shape.values()) > CPU_WORK):
+            return "Warp's CPU device: small test cases only"
+        if variant == "no_mathdx" and case.kind != "test":
+            return "tile_matmul without cuBLASDx is a scalar GEMM: test cases and compile time only"
+        return None
+
+    def to_device(self, a, dtype, variant):
+        import warp as wp
+        return wp.array(np.ascontiguousarray(a), dtype=warp_dtype(dtype), device=self.warp_device(variant))
+
+    def to_host(self, x, variant):
+        import warp as wp
+        if x.dtype == wp.bfloat16:
+            x = x.view(wp.uint16)          # Warp hands bfloat16 to NumPy as its bits anyway
+        return x.numpy()
+
+    def stream(self, handle, variant):
+        import warp as wp
+        if variant == "cpu" or handle is None:
+            return None
+        return wp.Stream(self.warp_device(variant), cuda_stream=handle)
+
+    @staticmethod
+    def warp_device(variant):
+        return "cpu" if variant == "cpu" else "cuda:0"
+
+
+def warp_dtype(name: str):
+    import warp as wp
+    return {"float32": wp.float32, "float16": wp.float16, "bfloat16": wp.bfloat16}[name]
+
+
+BACKEND = WarpTiles()
