@@ -8,7 +8,9 @@ import torch
 from backends.cutile import compile_on_scratch
 
 GROUP_M = 8
-TILE = {"bfloat16": (128, 256, 64), "float16": (128, 256, 64), "float32": (32, 32, 32)}   # the sample's
+# 16-bit: 128x128x64 at one block per SM measured best on the H100 (82.9% of cuBLAS at 8192^3 bf16,
+# against 5.6% for the sample's 128x256x64, which runs out of registers at the default occupancy)
+TILE = {"bfloat16": (128, 128, 64), "float16": (128, 128, 64), "float32": (32, 32, 32)}
 
 
 def swizzle_2d(m, n, tm, tn, bid):
@@ -19,7 +21,7 @@ def swizzle_2d(m, n, tm, tn, bid):
     return first_m + bid % size_m, (bid % (GROUP_M * tiles_n)) // size_m
 
 
-@ct.kernel
+@ct.kernel(occupancy=1)
 def matmul(a, b, c, tm: ct.Constant[int], tn: ct.Constant[int], tk: ct.Constant[int]):
     bm, bn = swizzle_2d(a.shape[0], b.shape[1], tm, tn, ct.bid(0))
     acc = ct.full((tm, tn), 0, dtype=ct.float32)
