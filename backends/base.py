@@ -42,6 +42,7 @@ class Backend:
     min_compute_capability = (7, 0)
     min_driver_cuda = (12, 0)
     cache_vars: dict[str, str] = {}  # noqa: RUF012  extra JIT cache env vars -> sub-folder of the cache dir
+    aot_target = ""                 # e.g. "sm_90": export() compiles a case for it without a GPU
 
     # -- what a subclass declares ---------------------------------------------------------
     def modules(self, variant: str) -> tuple[str, ...]:
@@ -118,6 +119,14 @@ class Backend:
             return True, ""
         except Exception as exc:   # never raise from here: report it as the reason
             return False, f"availability check failed: {exc!r}"
+
+    def exports(self, variant: str) -> bool:
+        """Whether this variant can compile its kernels ahead of time here, without a GPU."""
+        return bool(self.aot_target) and all(_installed(m) for m in self.modules(variant))
+
+    def export(self, problem: str, case, variant: str) -> bytes:
+        """The case's kernel compiled ahead of time for aot_target (a cubin); needs no GPU."""
+        raise NotImplementedError
 
     def cache_env(self, tmpdir: str) -> dict[str, str]:
         """Every JIT cache the lab knows of, and the backend's own, pointed into `tmpdir`: a worker

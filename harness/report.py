@@ -81,13 +81,14 @@ def markdown(doc: dict) -> str:
                              f"{_fmt(t.get('pct_of_peak'), '.1f')} | {_fmt(t.get('pct_of_theoretical'), '.1f')} | "
                              f"{t.get('engine', '')}{' (suspect)' if t.get('suspect') else ''} |")
             lines.append("")
-        lines += ["| implementation | ok | not applicable | wrong | failed | unavailable | worst rel err |"
-                  " compile cold s | compile warm s | first call s | LOC (kernel) |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += ["| implementation | ok | compile only | not applicable | wrong | failed | unavailable |"
+                  " worst rel err | compile cold s | compile warm s | first call s | LOC (kernel) |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         notes = []
         for (_, label), s in sorted(per_impl(rows).items()):
             c, comp, loc = s["counts"], s["compile"], s["loc"]
-            lines.append(f"| {label} | {c['ok']} | {c['not_applicable']} | {c['wrong']} | {c['failed']} | "
+            lines.append(f"| {label} | {c['ok']} | {c['compile_only']} | {c['not_applicable']} | {c['wrong']} | "
+                         f"{c['failed']} | "
                          f"{c['unavailable']} | {_fmt(s['worst'], '.2e')} | {_fmt(comp.get('cold_s'))} | "
                          f"{_fmt(comp.get('warm_s'))} | {_fmt(comp.get('first_call_s'))} | "
                          f"{_fmt(loc.get('total'), 'd')} ({_fmt(loc.get('kernel'), 'd')}) |")

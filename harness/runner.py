@@ -89,20 +89,25 @@ class Run:
         scratch = Path(tempfile.mkdtemp(prefix="ways-"))
         try:
             available, skipped = self._availability(jobs)
-            total = sum(len(j.cases) for j in jobs) + (len(available) if self.opts.measure_compile else 0)
+            compiled = len(available) + sum(backends.get(j.impl.backend).exports(j.impl.variant) for j, _ in skipped)
+            total = sum(len(j.cases) for j in jobs) + (compiled if self.opts.measure_compile else 0)
             self.progress.start(total)
             writer.write({"type": "gpu_state", "when": "before", "state": gpu.state()})
             if any(c.kind == "bench" for j in available if self._on_gpu(j) for c in j.cases):
                 self.progress.describe("warm-up and peak references")
                 writer.write({"type": "references", "references": self._peaks(scratch)})
+            exported = [(j, r) for j, r in skipped if backends.get(j.impl.backend).exports(j.impl.variant)]
             for job, reason in skipped:
+                if (job, reason) in exported:
+                    self._export_job(job, reason, writer, scratch)
+                    continue
                 for case in job.cases:
                     self._emit(writer, self._record(job, case, status="unavailable", reason=reason))
                     self.progress.advance(f"{job.impl.label} unavailable")
             for job in available:
                 self._run_job(job, writer, scratch)
             if self.opts.measure_compile:
-                for job in available:
+                for job in available + [j for j, _ in exported]:
                     self.progress.describe(f"compile time: {job.impl.label} {job.impl.problem}")
                     comp = self._compile_times(job, scratch)
                     writer.write({"type": "compile", "backend": job.impl.backend, "variant": job.impl.variant,
@@ -139,6 +144,35 @@ class Run:
                                       self.out / "logs" / "peaks.log")
         except RuntimeError as exc:
             return {"error": str(exc)[-2000:]}
+
+    def _export_job(self, job: Job, reason: str, writer, scratch: Path) -> None:
+        """No GPU, but the tool compiles ahead of time: compile each test case (status compile_only)."""
+        impl = job.impl
+        backend = backends.get(impl.backend)
+        self.progress.describe(f"{impl.label} {impl.problem}: compile only")
+        error = "the compile-only worker returned nothing for this case"
+        try:
+            env_ = supervise.worker_env(backend.cache_env(str(scratch / "cache" / impl.label)),
+                                        backend.search_paths(impl.variant))
+            done = {d["case"]: d for d in supervise.run_json(
+                ["export", "--backend", impl.backend, "--variant", impl.variant, "--problem", impl.problem],
+                env_, self.opts.item_timeout, self.out / "logs" / f"{impl.label}.{impl.problem}.export.log")["cases"]}
+        except RuntimeError as exc:
+            done, error = {}, str(exc)[-2000:]
+        for case in job.cases:
+            d = done.get(case.name)
+            if case.kind != "test":
+                rec = self._record(job, case, status="unavailable", reason=reason)
+            elif d is None:
+                rec = self._record(job, case, status="failed", error=f"compile-only: {error}")
+            elif "not_applicable" in d:
+                rec = self._record(job, case, status="not_applicable", reason=d["not_applicable"])
+            else:
+                rec = self._record(job, case, status="compile_only", build_s=d["build_s"],
+                                   reason=f"compiled ahead of time for {backend.aot_target} ({d['bytes']} bytes), "
+                                          f"not run: {reason}")
+            self._emit(writer, rec)
+            self.progress.advance(impl.label)
 
     def _record(self, job: Job, case: Case, **fields) -> dict:
         rec = results.new_record(job.impl.problem, case, job.impl.backend, job.impl.variant)
@@ -187,28 +221,34 @@ class Run:
         backend = backends.get(impl.backend)
         log = self.out / "logs" / f"{impl.label}.{impl.problem}.compile.log"
         args = ["compile", "--backend", impl.backend, "--variant", impl.variant, "--problem", impl.problem]
+        if not backend.available(impl.variant)[0]:
+            args.append("--export")          # compile-only: time the ahead-of-time compile
         cold, warm, first_calls, parts, case = [], [], [], {}, None
         try:
             caches = [Path(tempfile.mkdtemp(dir=scratch, prefix="cache-")) for _ in range(self.opts.compile_repeats)]
+            paths = backend.search_paths(impl.variant)
             for cache in caches:
-                r = supervise.run_json(args, supervise.worker_env(backend.cache_env(str(cache)), backend.search_paths(impl.variant)),
+                r = supervise.run_json(args, supervise.worker_env(backend.cache_env(str(cache)), paths),
                                        self.opts.item_timeout, log)
                 if r.get("not_applicable"):
                     return {"case": None, "error": r["not_applicable"]}
                 cold.append(r["build_s"])
-                first_calls.append(r["first_call_s"])
+                if r["first_call_s"] is not None:
+                    first_calls.append(r["first_call_s"])
                 for name, seconds in r.get("parts", {}).items():
                     parts.setdefault(name, []).append(seconds)
                 case = r["case"]
             for _ in range(self.opts.compile_repeats):
-                r = supervise.run_json(args, supervise.worker_env(backend.cache_env(str(caches[0])), backend.search_paths(impl.variant)),
+                r = supervise.run_json(args, supervise.worker_env(backend.cache_env(str(caches[0])), paths),
                                        self.opts.item_timeout, log)
                 warm.append(r["build_s"])
         except RuntimeError as exc:
             return {"case": case, "error": str(exc)[-2000:], "cold_samples": cold, "warm_samples": warm}
         return {"case": case, "cold_s": statistics.median(cold), "warm_s": statistics.median(warm),
-                "first_call_s": statistics.median(first_calls), "cold_samples": cold, "warm_samples": warm,
+                "first_call_s": statistics.median(first_calls) if first_calls else None,
+                "cold_samples": cold, "warm_samples": warm,
                 "cold_parts_s": {name: statistics.median(v) for name, v in parts.items()},
+                "ahead_of_time": "--export" in args,
                 "processes": len(cold) + len(warm)}
 
 

@@ -3,6 +3,7 @@ time it. Records go to the parent as JSON lines on a pipe; a crash here costs on
 
     python -m harness.worker run --backend B --variant V --items ITEMS.json --fd N --scratch DIR
     python -m harness.worker compile --backend B --variant V --problem P   (one cold/warm build)
+    python -m harness.worker export --backend B --variant V --problem P    (compile-only, no GPU)
     python -m harness.worker peaks                                          (copy bandwidth, peaks)
 """
 from __future__ import annotations
@@ -298,13 +299,43 @@ def run_items(args) -> int:
     return 3 if w.broken else 0
 
 
+def export_cases(backend, variant: str, problem, cases) -> list[dict]:
+    """Compile each case ahead of time for the backend's target (no GPU needed): seconds and bytes."""
+    done = []
+    for case in cases:
+        reason = backend.supports(problem.name, case, variant)
+        if reason:
+            done.append({"case": case.name, "not_applicable": reason})
+            continue
+        t0 = time.perf_counter()
+        image = backend.export(problem.name, case, variant)
+        done.append({"case": case.name, "build_s": time.perf_counter() - t0, "bytes": len(image)})
+    return done
+
+
+def export_all(args) -> int:
+    """Compile-only: every test case of one problem, ahead of time; print one JSON line."""
+    problem = problems.get(args.problem)
+    tests = [c for c in problem.cases() if c.kind == "test"]
+    print(json.dumps({"cases": export_cases(backends.get(args.backend), args.variant, problem, tests)}))
+    return 0
+
+
 def compile_once(args) -> int:
     """Time build() and the first call in this (fresh) process, on the problem's compile case or
-    else its first test case the implementation takes; print one JSON line."""
-    s = Session(args.backend, args.variant)
+    else its first test case the implementation takes; print one JSON line. With --export, time
+    the ahead-of-time compile of that case instead (no GPU: nothing runs)."""
     problem = problems.get(args.problem)
     tests = [c for c in problem.cases() if c.kind == "test"]
     candidates = sorted(tests, key=lambda c: c.name != problem.compile_case_name)
+    if args.export:
+        backend = backends.get(args.backend)
+        case = next((c for c in candidates if backend.supports(problem.name, c, args.variant) is None), None)
+        done = export_cases(backend, args.variant, problem, [case] if case else [])
+        print(json.dumps({"case": case.name, "build_s": done[0]["build_s"], "first_call_s": None} if case
+                         else {"not_applicable": "no test case applies"}))
+        return 0
+    s = Session(args.backend, args.variant)
     case = next((c for c in candidates if s.why_not(problem.name, c) is None), None)
     if case is None:
         print(json.dumps({"not_applicable": "no test case applies"}))
@@ -333,16 +364,19 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="mode", required=True)
     r = sub.add_parser("run")
     c = sub.add_parser("compile")
+    e = sub.add_parser("export")
     sub.add_parser("peaks")
-    for p in (r, c):
+    for p in (r, c, e):
         p.add_argument("--backend", required=True)
         p.add_argument("--variant", default="")
+    c.add_argument("--export", action="store_true", help="time the ahead-of-time compile (no GPU)")
+    for p in (c, e):
+        p.add_argument("--problem", required=True)
     r.add_argument("--items", required=True)
     r.add_argument("--fd", type=int, required=True)
     r.add_argument("--scratch", required=True)
-    c.add_argument("--problem", required=True)
     args = ap.parse_args(argv)
-    return {"run": run_items, "compile": compile_once, "peaks": peaks}[args.mode](args)
+    return {"run": run_items, "compile": compile_once, "export": export_all, "peaks": peaks}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ SITE_VAR = "WAYS_CUTILE_SITE"
 
 class CuTile(Backend):
     extra = "cutile"
+    aot_target = "sm_90"          # without a GPU (CI) each test case is still compiled, for the H100
     distributions = ("cuda-tile", "nvidia-cuda-tileiras", "nvidia-cuda-nvcc", "nvidia-nvvm", "torch")
     min_compute_capability = (8, 0)
 
@@ -38,6 +39,31 @@ class CuTile(Backend):
     def stream(self, handle, variant):
         return handle or 0           # ct.launch takes a raw CUstream; 0 is the legacy default stream
 
+    def export(self, problem, case, variant):
+        """The case's kernel compiled ahead of time for aot_target, as the JIT would build it for
+        arrays of the case's shapes (same constants, same alignment facts)."""
+        import io
+
+        import cuda.tile as ct
+        from cuda.tile.compilation import CallingConvention, KernelSignature, ScalarConstraint, export_kernel
+
+        from backends import implementation
+        module, s, dt = implementation(self.name, problem), case.shape, case.dtype
+        if problem == "elementwise":
+            kernel, params = module.axpy, [*[array_param(dt, (s["n"],))] * 3, ScalarConstraint(ct.float32), module.TILE]
+        elif problem == "segreduce":
+            rows, cols = module.tile_shape(s["cols"])
+            x = array_param(dt, (s["rows"], s["cols"]))
+            kernel, params = module.row_sum, [x, array_param("float32", (s["rows"],)), rows, cols]
+        else:
+            m, n, k = s["M"], s["N"], s["K"]
+            kernel = module.matmul
+            params = [*(array_param(dt, shape) for shape in ((m, k), (k, n), (m, n))), *module.TILE[dt]]
+        out = io.BytesIO()
+        export_kernel(kernel, [KernelSignature(params, CallingConvention.cutile_python_v1())], out,
+                      gpu_code=self.aot_target, output_format="cubin")
+        return out.getvalue()
+
 
 def compile_on_scratch(stream, grid, kernel, args):
     """cuTile compiles at the first launch: launch once in build, writing a scratch output of the
@@ -46,4 +72,23 @@ def compile_on_scratch(stream, grid, kernel, args):
     ct.launch(stream, grid, kernel, args)
 
 
+def array_param(dtype: str, shape: tuple[int, ...]):
+    """A contiguous row-major array of this shape, with the facts cuTile's JIT infers from a real one
+    (16-byte aligned base; which strides and extents divide by 16 bytes / 16 elements)."""
+    import cuda.tile as ct
+    from cuda.tile.compilation import ArrayConstraint
+    itemsize = 4 if dtype == "float32" else 2
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    per_16_bytes = 16 // itemsize
+    return ArrayConstraint(getattr(ct, dtype), len(shape), index_dtype=ct.int32, stride_lower_bound_incl=0,
+                           alias_groups=(), may_alias_internally=False,
+                           stride_constant=(None,) * (len(shape) - 1) + (1,),
+                           stride_divisible_by=tuple(per_16_bytes if s % per_16_bytes == 0 else 1 for s in strides),
+                           shape_divisible_by=tuple(16 if n % 16 == 0 else 1 for n in shape),
+                           base_addr_divisible_by=16)
+
+
 BACKEND = CuTile()
+

@@ -36,3 +36,4 @@ def build(case, inputs, outputs, stream):
 
     return run
 
+
