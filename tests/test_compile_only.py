@@ -27,7 +27,8 @@ def test_cutile_compiles_ahead_of_time_without_a_gpu(tmp_path, problem):
         pytest.skip(missing)
     doc = run_lab(tmp_path, problems=[problem], backends_=["cutile"], measure_compile=True, compile_repeats=1)
     rows = [r for r in doc["records"] if r["backend"] == "cutile"]
-    assert rows and all(r["status"] == "compile_only" for r in rows), [(r["case"], r["status"], r["error"]) for r in rows]
+    not_compiled = [(r["case"], r["status"], r["error"]) for r in rows if r["status"] != "compile_only"]
+    assert rows and not not_compiled, not_compiled
     assert all("sm_90" in r["reason"] and "no NVIDIA GPU" in r["reason"] and r["build_s"] > 0 for r in rows)
     comp = rows[0]["compile"]
     assert comp["ahead_of_time"] and comp["cold_s"] > 0 and comp["warm_s"] > 0 and comp["first_call_s"] is None
