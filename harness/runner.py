@@ -88,28 +88,26 @@ class Run:
             "kinds": list(self.opts.kinds), "custom_case": self.opts.custom.to_json() if self.opts.custom else None}})
         scratch = Path(tempfile.mkdtemp(prefix="ways-"))
         try:
-            available, skipped = self._availability(jobs)
-            compiled = len(available) + sum(backends.get(j.impl.backend).exports(j.impl.variant) for j, _ in skipped)
+            available, exported, skipped = self._availability(jobs)
+            compiled = len(available) + len(exported)
             total = sum(len(j.cases) for j in jobs) + (compiled if self.opts.measure_compile else 0)
             self.progress.start(total)
             writer.write({"type": "gpu_state", "when": "before", "state": gpu.state()})
             if any(c.kind == "bench" for j in available if self._on_gpu(j) for c in j.cases):
                 self.progress.describe("warm-up and peak references")
                 writer.write({"type": "references", "references": self._peaks(scratch)})
-            exported = [(j, r) for j, r in skipped if backends.get(j.impl.backend).exports(j.impl.variant)]
+            for job, reason in exported:
+                self._export_job(job, reason, writer, scratch)
             for job, reason in skipped:
-                if (job, reason) in exported:
-                    self._export_job(job, reason, writer, scratch)
-                    continue
                 for case in job.cases:
                     self._emit(writer, self._record(job, case, status="unavailable", reason=reason))
                     self.progress.advance(f"{job.impl.label} unavailable")
             for job in available:
                 self._run_job(job, writer, scratch)
             if self.opts.measure_compile:
-                for job in available + [j for j, _ in exported]:
+                for job, ahead_of_time in [(j, False) for j in available] + [(j, True) for j, _ in exported]:
                     self.progress.describe(f"compile time: {job.impl.label} {job.impl.problem}")
-                    comp = self._compile_times(job, scratch)
+                    comp = self._compile_times(job, scratch, ahead_of_time)
                     writer.write({"type": "compile", "backend": job.impl.backend, "variant": job.impl.variant,
                                   "problem": job.impl.problem, "compile": comp})
                     self.progress.advance(job.impl.label)
@@ -129,11 +127,17 @@ class Run:
 
     # -- pieces ---------------------------------------------------------------------------
     def _availability(self, jobs):
-        ok, skipped = [], []
+        """Jobs that run; (job, reason) for those that only compile ahead of time here (no GPU, but
+        the tool can export), and for those skipped."""
+        ok, exported, skipped = [], [], []
         for job in jobs:
-            good, reason = backends.get(job.impl.backend).available(job.impl.variant)
-            (ok.append(job) if good else skipped.append((job, reason)))
-        return ok, skipped
+            backend = backends.get(job.impl.backend)
+            good, reason = backend.available(job.impl.variant)
+            if good:
+                ok.append(job)
+            else:
+                (exported if backend.exports(job.impl.variant) else skipped).append((job, reason))
+        return ok, exported, skipped
 
     def _on_gpu(self, job: Job) -> bool:
         return backends.get(job.impl.backend).device(job.impl.variant) == "cuda"
@@ -215,14 +219,14 @@ class Run:
                             self.out / "logs" / f"{impl.label}.{impl.problem}.log", environ,
                             self.opts.item_timeout, self.opts.startup_timeout, on_event, on_lost)
 
-    def _compile_times(self, job: Job, scratch: Path) -> dict:
-        """Cold: fresh processes, each with an empty JIT cache. Warm: fresh processes on a filled one."""
+    def _compile_times(self, job: Job, scratch: Path, ahead_of_time: bool = False) -> dict:
+        """Cold: fresh processes, each with an empty JIT cache. Warm: fresh processes on a filled one.
+        Ahead of time (no GPU): the same, timing export() instead of build()."""
         impl = job.impl
         backend = backends.get(impl.backend)
         log = self.out / "logs" / f"{impl.label}.{impl.problem}.compile.log"
         args = ["compile", "--backend", impl.backend, "--variant", impl.variant, "--problem", impl.problem]
-        if not backend.available(impl.variant)[0]:
-            args.append("--export")          # compile-only: time the ahead-of-time compile
+        args += ["--export"] if ahead_of_time else []
         cold, warm, first_calls, parts, case = [], [], [], {}, None
         try:
             caches = [Path(tempfile.mkdtemp(dir=scratch, prefix="cache-")) for _ in range(self.opts.compile_repeats)]
@@ -248,7 +252,7 @@ class Run:
                 "first_call_s": statistics.median(first_calls) if first_calls else None,
                 "cold_samples": cold, "warm_samples": warm,
                 "cold_parts_s": {name: statistics.median(v) for name, v in parts.items()},
-                "ahead_of_time": "--export" in args,
+                "ahead_of_time": ahead_of_time,
                 "processes": len(cold) + len(warm)}
 
 
