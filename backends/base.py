@@ -120,9 +120,13 @@ class Backend:
         except Exception as exc:   # never raise from here: report it as the reason
             return False, f"availability check failed: {exc!r}"
 
+    def aot_modules(self, variant: str) -> tuple[str, ...]:
+        """Import names export() needs (by default all the variant needs)."""
+        return self.modules(variant)
+
     def exports(self, variant: str) -> bool:
         """Whether this variant can compile its kernels ahead of time here, without a GPU."""
-        return bool(self.aot_target) and all(_installed(m) for m in self.modules(variant))
+        return bool(self.aot_target) and all(_installed(m) for m in self.aot_modules(variant))
 
     def export(self, problem: str, case, variant: str) -> bytes:
         """The case's kernel compiled ahead of time for aot_target (a cubin); needs no GPU."""

@@ -1,0 +1,68 @@
+"""CUDA C++ compiled at run time with NVRTC through cuda.core (Program / ProgramOptions / launch /
+LaunchConfig): the kernels are C++ templates instantiated from Python (name_expressions) and
+compiled straight to a cubin for the device's architecture. Arrays are CuPy arrays (bfloat16 as its
+uint16 bits, which is what __nv_bfloat16 reads); CUB comes from the CCCL headers."""
+import numpy as np
+
+from backends.base import Backend, Unavailable
+
+
+class Nvrtc(Backend):
+    extra = "nvrtc"
+    distributions = ("cuda-core", "cuda-bindings", "nvidia-cuda-nvrtc", "nvidia-cuda-cccl", "cupy-cuda13x")
+    aot_target = "sm_90"          # without a GPU (CI) each test case is still compiled, for the H100
+
+    def modules(self, variant):
+        return ("cuda.core", "cupy")
+
+    def aot_modules(self, variant):
+        return ("cuda.core",)
+
+    def load(self, variant):
+        from cuda.core import Device
+        try:
+            Device(0).set_current()
+        except Exception as exc:            # no driver or no device: say which
+            raise Unavailable(f"cuda.core cannot open GPU 0: {exc}") from exc
+
+    def to_device(self, a, dtype, variant):
+        import cupy
+        return cupy.asarray(np.ascontiguousarray(a))
+
+    def to_host(self, x, variant):
+        import cupy
+        return cupy.asnumpy(x)
+
+    def stream(self, handle, variant):
+        from cuda.core import Stream
+        return Stream.from_handle(handle)
+
+    def export(self, problem, case, variant):
+        from backends import implementation
+        module = implementation(self.name, problem)
+        return bytes(compile_cubin(module.SOURCE, module.kernel_name(case), self.aot_target).code)
+
+
+CXX_TYPE = {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16"}
+
+
+def compile_cubin(source: str, name: str, arch: str):
+    """`source` compiled by NVRTC to a cubin for `arch` (e.g. "sm_90"), with the template
+    instance `name` made available; the CUDA runtime headers (cuda_bf16.h, ...) and the CCCL
+    headers (CUB) on the include path."""
+    from cuda.core import Program, ProgramOptions
+    from cuda.pathfinder import find_nvidia_header_directory
+    headers = {lib: find_nvidia_header_directory(lib) for lib in ("cudart", "cccl")}
+    missing = [lib for lib, path in headers.items() if path is None]
+    if missing:
+        raise Unavailable(f"no {' or '.join(missing)} headers found (pip install '.[nvrtc]', or set CUDA_HOME)")
+    options = ProgramOptions(std="c++17", arch=arch, include_path=list(headers.values()))
+    return Program(source, "c++", options=options).compile("cubin", name_expressions=(name,))
+
+
+def device_arch() -> str:
+    from cuda.core import Device
+    return f"sm_{Device().arch}"
+
+
+BACKEND = Nvrtc()
