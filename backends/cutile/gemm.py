@@ -42,5 +42,3 @@ def build(case, inputs, outputs, stream):
         ct.launch(stream, grid, matmul, (a, b, c, tm, tn, tk))
 
     return run
-
-

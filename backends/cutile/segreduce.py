@@ -35,5 +35,3 @@ def build(case, inputs, outputs, stream):
         ct.launch(stream, grid, row_sum, (x, y, rows, cols))
 
     return run
-
-
