@@ -31,6 +31,13 @@ from problems.base import Case, CheckError, decode, poison
 N_SEEDS = 3
 
 
+def why_not(backend, variant: str, module, problem: str, case: Case) -> str | None:
+    """None, or why the implementation cannot take the case (the backend's reason, else its file's)."""
+    reason = backend.supports(problem, case, variant)
+    supports = getattr(module, "supports", None)
+    return reason or (supports(case) if supports else None)
+
+
 class Session:
     """A backend variant loaded in this process, with its device and stream."""
 
@@ -48,9 +55,7 @@ class Session:
         return self.modules[problem]
 
     def why_not(self, problem: str, case: Case) -> str | None:
-        reason = self.backend.supports(problem, case, self.variant)
-        supports = getattr(self.module(problem), "supports", None)
-        return reason or (supports(case) if supports else None)
+        return why_not(self.backend, self.variant, self.module(problem), problem, case)
 
     def upload(self, host: dict, dtype: str) -> dict:
         return {k: self.backend.to_device(v, dtype, self.variant) if isinstance(v, np.ndarray) else v
@@ -301,9 +306,10 @@ def run_items(args) -> int:
 
 def export_cases(backend, variant: str, problem, cases) -> list[dict]:
     """Compile each case ahead of time for the backend's target (no GPU needed): seconds and bytes."""
+    module = backends.implementation(backend.name, problem.name)
     done = []
     for case in cases:
-        reason = backend.supports(problem.name, case, variant)
+        reason = why_not(backend, variant, module, problem.name, case)
         if reason:
             done.append({"case": case.name, "not_applicable": reason})
             continue
@@ -330,7 +336,8 @@ def compile_once(args) -> int:
     candidates = sorted(tests, key=lambda c: c.name != problem.compile_case_name)
     if args.export:
         backend = backends.get(args.backend)
-        case = next((c for c in candidates if backend.supports(problem.name, c, args.variant) is None), None)
+        module = backends.implementation(backend.name, problem.name)
+        case = next((c for c in candidates if why_not(backend, args.variant, module, problem.name, c) is None), None)
         done = export_cases(backend, args.variant, problem, [case] if case else [])
         print(json.dumps({"case": case.name, "build_s": done[0]["build_s"], "first_call_s": None} if case
                          else {"not_applicable": "no test case applies"}))

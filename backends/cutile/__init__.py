@@ -8,6 +8,7 @@ it on their PYTHONPATH and PATH."""
 import os
 
 from backends.base import Backend, Unavailable, torch_to_device, torch_to_host
+from problems.base import DTYPES
 
 SITE_VAR = "WAYS_CUTILE_SITE"
 
@@ -77,7 +78,7 @@ def array_param(dtype: str, shape: tuple[int, ...]):
     (16-byte aligned base; which strides and extents divide by 16 bytes / 16 elements)."""
     import cuda.tile as ct
     from cuda.tile.compilation import ArrayConstraint
-    itemsize = 4 if dtype == "float32" else 2
+    itemsize = DTYPES[dtype].itemsize
     strides = [1] * len(shape)
     for d in range(len(shape) - 2, -1, -1):
         strides[d] = strides[d + 1] * shape[d + 1]

@@ -106,6 +106,8 @@ def compiled_with_smem(kernel, smem_bytes, *args):
     handle = kernel.compile(tuple(typeof(a) for a in args)).library.get_cufunc().handle
     if isinstance(handle, driver.CUkernel):
         err, handle = driver.cuKernelGetFunction(handle)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"cuKernelGetFunction: {err}")
     err, = driver.cuFuncSetAttribute(
         handle, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_bytes)
     if err != driver.CUresult.CUDA_SUCCESS:
