@@ -139,12 +139,20 @@ def cmd_run(args) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     case = custom_case(args)
+    names = tuple(args.case or ())
+    if names:
+        known = {c.name for p in (args.problem or problems.names()) for c in problems.get(p).cases()}
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise UsageError(f"no built-in case named {', '.join(unknown)} (`ways list` shows the problems; "
+                             f"case names look like {sorted(known)[0]})")
     kinds = {"test": ("test",), "bench": ("bench",), "all": ("test", "bench")}[args.cases]
     out = writable_dir(args.out)
     opts = Options(problems=args.problem or [], backends=args.backend or [], kinds=kinds, custom=case,
                    out=out, item_timeout=args.timeout, measure_compile=not args.no_compile,
                    compile_repeats=args.compile_repeats,
-                   dtype=dtype_of(args.dtype).name if args.dtype and case is None else None)
+                   dtype=dtype_of(args.dtype).name if args.dtype and case is None else None,
+                   case_names=names)
     doc = Run(opts, RichProgress()).execute()
     print_summary(doc)
     print(f"results: {out / 'results.json'}, {out / 'summary.csv'}")
@@ -181,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cases", choices=("test", "bench", "all"), default="all")
     run.add_argument("--shape", help="your own case, e.g. M=4096,N=4096,K=1024 (with one -p)")
     run.add_argument("--dtype", help="float32|float16|bfloat16 (or fp32, fp16, bf16)")
+    run.add_argument("--case", action="append", help="only this built-in case, e.g. 129x257x65-float16 (repeatable)")
     run.add_argument("--out", default="reports/latest", help="output directory (default reports/latest)")
     run.add_argument("--timeout", type=float, default=600.0, help="seconds one case may take (default 600)")
     run.add_argument("--no-compile", action="store_true", help="skip the cold/warm compile-time processes")

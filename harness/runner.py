@@ -26,6 +26,7 @@ class Options:
     kinds: tuple[str, ...] = ("test", "bench")
     custom: Case | None = None
     dtype: str | None = None          # keep only built-in cases of this dtype
+    case_names: tuple[str, ...] = ()  # keep only built-in cases of these names
     out: Path = Path("reports/latest")
     item_timeout: float = 600.0
     startup_timeout: float = 300.0
@@ -45,7 +46,8 @@ def plan(opts: Options) -> list[Job]:
     if "bench" in opts.kinds or opts.custom is not None:
         impls += vendor_references(impls)
     jobs = [Job(i, [c for c in registry.cases_for(i.problem, opts.kinds, opts.custom)
-                    if opts.dtype in (None, c.dtype)]) for i in impls]
+                    if opts.dtype in (None, c.dtype) and (not opts.case_names or c.name in opts.case_names)])
+            for i in impls]
     # Problem-major order, rotating which backend goes first: no backend owns one thermal state.
     by_problem: dict[str, list[Job]] = {}
     for j in jobs:

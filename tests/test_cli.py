@@ -27,6 +27,7 @@ def ways(*args, cwd=ROOT):
     (["-p", "segreduce", "--shape", "rows=131072,cols=131072"], "more than the"),
     (["-p", "gemm", "-p", "segreduce", "--shape", "M=1,N=1,K=1"], "exactly one -p"),
     (["-p", "elementwise", "--shape", "n=2000000000000"], "too large"),
+    (["-p", "gemm", "--case", "8x8x8-float16"], "no built-in case named 8x8x8-float16"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, msg):
     out = tmp_path / "never"
@@ -72,3 +73,13 @@ def test_run_custom_case_on_cpu_then_report(tmp_path):
     assert rec["timing"]["engine"] == "host-timer" and rec["timing"]["achieved"] > 0
     rep = ways("report", str(out / "results.json"))
     assert rep.returncode == 0 and "custom-M300-N200-K100-float32" in (out / "report.md").read_text()
+
+
+def test_run_one_named_case(tmp_path):
+    out = tmp_path / "out"
+    r = ways("run", "-p", "gemm", "-b", "array_api[numpy]", "--case", "129x257x65-float32", "--out", str(out),
+             "--no-compile")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "results.json").read_text())
+    assert {x["case"] for x in doc["records"]} == {"129x257x65-float32"}
+    assert [x["status"] for x in doc["records"] if x["variant"] == "numpy"] == ["ok"]
