@@ -4,10 +4,10 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 HAS_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes)
-# Without a GPU only the CPU pieces (and the cuTile / NVRTC ahead-of-time compilers) install;
+# Without a GPU only the CPU pieces (and the cuTile / NVRTC / CuTe DSL ahead-of-time compilers) install;
 # torch comes first as a pinned CPU-capable build so no unpinned requirement pulls gigabytes of
 # CUDA wheels.
-EXTRAS := $(if $(HAS_GPU),all,cpu,test,cutile-aot,nvrtc-aot)
+EXTRAS := $(if $(HAS_GPU),all,cpu,test,cutile-aot,nvrtc-aot,cute)
 
 .PHONY: test demo clean
 

@@ -1,5 +1,5 @@
 """Without a GPU, a backend that compiles ahead of time (cuTile: export_kernel; NVRTC: a cubin
-through cuda.core) still compiles every test case for sm_90; the records say compile_only and the
+through cuda.core; CuTe DSL: cute.compile for sm_90a) still compiles every test case for sm_90; the records say compile_only and the
 compile figures say ahead_of_time."""
 import importlib.metadata
 
@@ -27,7 +27,15 @@ def nvrtc_library() -> str | None:
     return None
 
 
-TOOLCHAIN = {"cutile": cutile_toolchain, "nvrtc": nvrtc_library}
+def cute_dsl_compiler() -> str | None:
+    try:
+        importlib.metadata.version("nvidia-cutlass-dsl")
+    except importlib.metadata.PackageNotFoundError:
+        return "nvidia-cutlass-dsl not installed (pip install '.[cute]')"
+    return None
+
+
+TOOLCHAIN = {"cutile": cutile_toolchain, "nvrtc": nvrtc_library, "cute_dsl": cute_dsl_compiler}
 PAIRS = [pytest.param(b, p, id=f"{b}-{p}") for b in TOOLCHAIN for p in sorted(backends.problems_of(b))]
 
 

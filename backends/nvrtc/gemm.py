@@ -13,7 +13,8 @@ SOURCE = r"""
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-constexpr int BM = 128, BN = 256, BK = 32, WM = 64, WN = 64, STAGES = 4, THREADS = 256, GROUP_M = 8;
+constexpr int BM = 128, BN = 256, BK = 32, WM = 64, WN = 64, STAGES = 4, GROUP_M = 8;
+constexpr int THREADS = (BM / WM) * (BN / WN) * 32, CHUNKS = BK / 8;   // 16-byte chunks per row of A
 
 __device__ inline void mma(float* d, const unsigned* a, const unsigned* b, __half) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
@@ -52,7 +53,7 @@ __device__ inline void load_chunk(T* dst, const T* src, long long row_left, long
 
 // Swizzled offsets (in elements) of chunk c of row r: the 8 rows one ldmatrix reads land in
 // 8 different bank groups.
-__device__ inline int a_offset(int r, int c) { return r * BK + ((c ^ ((r >> 1) & 3)) << 3); }
+__device__ inline int a_offset(int r, int c) { return r * BK + ((c ^ ((r / (8 / CHUNKS)) % CHUNKS)) << 3); }
 __device__ inline int b_offset(int k, int c) { return k * BN + ((c ^ (k & 7)) << 3); }
 
 template <typename T, bool ALIGNED>
@@ -69,7 +70,7 @@ gemm(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, int M,
 
     auto load_stage = [&](int stage, int k0) {
         for (int id = tid; id < BM * BK / 8; id += THREADS) {
-            const int r = id / (BK / 8), c = id % (BK / 8);
+            const int r = id / CHUNKS, c = id % CHUNKS;
             load_chunk<T, ALIGNED>(As + stage * BM * BK + a_offset(r, c), A + (long long)(m0 + r) * K + k0 + c * 8,
                                    M - m0 - r, K - k0 - c * 8);
         }

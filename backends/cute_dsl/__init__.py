@@ -1,0 +1,106 @@
+"""CuTe DSL (nvidia-cutlass-dsl): CUTLASS's layouts, copies and MMAs as Python, compiled once per case
+with cute.compile and launched through the compiled object. Arrays are torch tensors.
+
+Two calling paths, as variants: "" hands the compiled function CuTe tensors made once from the torch
+tensors (from_dlpack) and a CUstream; "tvm_ffi" compiles with --enable-tvm-ffi and then takes the
+torch tensors themselves, checked by compiled code at each call.
+
+Without a GPU the DSL targets sm_100a unless CUTE_DSL_ARCH is set before `import cutlass`; export()
+sets it to aot_target, so CI compiles every test case for the H100."""
+import os
+import tempfile
+
+from backends.base import Backend, Unavailable, torch_to_device, torch_to_host
+
+
+class CuteDsl(Backend):
+    variants = ("", "tvm_ffi")
+    extra = "cute"
+    distributions = ("nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-base", "apache-tvm-ffi", "torch")
+    min_compute_capability = (8, 0)
+    aot_target = "sm_90a"          # the warpgroup-MMA GEMM needs the "a" (arch-specific) target
+
+    def modules(self, variant):
+        return ("cutlass", "torch") + (("tvm_ffi",) if variant == "tvm_ffi" else ())
+
+    def load(self, variant):
+        import torch
+        if not torch.cuda.is_available():
+            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
+
+    def supports(self, problem, case, variant):
+        if problem == "gemm" and self.device_arch() not in ("", "sm_90a"):
+            return f"the warpgroup-MMA + TMA GEMM is Hopper-only (sm_90a), this GPU is {self.device_arch()}"
+        return None
+
+    def device_arch(self) -> str:
+        """sm_XXa of GPU 0 as the DSL names it, or "" without one."""
+        from harness import gpu
+        found = gpu.gpus()
+        return f"sm_{found[0]['compute_capability'].replace('.', '')}a" if found else ""
+
+    def to_device(self, a, dtype, variant):
+        return torch_to_device(a, dtype, "cuda")
+
+    def to_host(self, x, variant):
+        return torch_to_host(x)
+
+    def stream(self, handle, variant):
+        return handle or 0
+
+    def export(self, problem, case, variant):
+        """The case's kernel compiled for aot_target from CPU tensors of the case's shapes."""
+        os.environ["CUTE_DSL_ARCH"] = self.aot_target       # read once, at `import cutlass`
+        import numpy as np
+
+        import problems
+        from backends import implementation
+        from problems.base import poison
+        module, spec = implementation(self.name, problem), problems.get(problem)
+        inputs = {k: torch_to_device(v, case.dtype, "cpu") if isinstance(v, np.ndarray) else v
+                  for k, v in spec.make_inputs(case, 0).items()}
+        outputs = {k: torch_to_device(poison(shape, dt), dt, "cpu") for k, (shape, dt) in spec.output_spec(case).items()}
+        with tempfile.TemporaryDirectory() as dump:
+            os.environ["CUTE_DSL_DUMP_DIR"] = dump           # --keep-cubin writes there, must exist
+            compiled, _ = module.compile_case(case, inputs, outputs, variant, options="--keep-cubin")
+            return bytes(compiled.__cubin__)
+
+
+DTYPE = {"float32": "Float32", "float16": "Float16", "bfloat16": "BFloat16"}
+
+
+def cute_dtype(name: str):
+    import cutlass
+    return getattr(cutlass, DTYPE[name])
+
+
+def launcher(compiled, cute_args, torch_args, stream, variant):
+    """run() for the harness: the compiled function on the lab's stream, given CuTe tensors made
+    once ("") or the torch tensors themselves ("tvm_ffi")."""
+    if variant == "tvm_ffi":
+        def run():
+            compiled(*torch_args, stream)
+    else:
+        import cuda.bindings.driver as cuda
+        cu_stream = cuda.CUstream(stream)      # a bare int would be packed as a 32-bit value
+
+        def run():
+            compiled(*cute_args, cu_stream)
+    return run
+
+
+def compile_once(jit_function, cute_args, variant, options="", **constants):
+    """cute.compile on the given CuTe tensors (for the TVM-FFI path, the call's ABI is then torch's)."""
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import make_fake_stream
+    options = " ".join(filter(None, [options, "--enable-tvm-ffi" if variant == "tvm_ffi" else ""]))
+    return cute.compile(jit_function, *cute_args, make_fake_stream(), **constants, options=options)
+
+
+def as_cute(t, variant):
+    """A torch tensor as a CuTe tensor: 16-byte aligned base, extents and strides known at run time."""
+    from cutlass.cute.runtime import from_dlpack
+    return from_dlpack(t, assumed_align=16, enable_tvm_ffi=variant == "tvm_ffi")
+
+
+BACKEND = CuteDsl()
