@@ -1,5 +1,6 @@
 """Without a GPU, a backend that compiles ahead of time (cuTile: export_kernel; NVRTC: a cubin
-through cuda.core; CuTe DSL: cute.compile for sm_90a) still compiles every test case for sm_90; the records say compile_only and the
+through cuda.core; CuTe DSL: cute.compile for sm_90a)
+still compiles every test case for sm_90; the records say compile_only and the
 compile figures say ahead_of_time."""
 import importlib.metadata
 

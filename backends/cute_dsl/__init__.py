@@ -59,7 +59,8 @@ class CuteDsl(Backend):
         module, spec = implementation(self.name, problem), problems.get(problem)
         inputs = {k: torch_to_device(v, case.dtype, "cpu") if isinstance(v, np.ndarray) else v
                   for k, v in spec.make_inputs(case, 0).items()}
-        outputs = {k: torch_to_device(poison(shape, dt), dt, "cpu") for k, (shape, dt) in spec.output_spec(case).items()}
+        outputs = {k: torch_to_device(poison(shape, dt), dt, "cpu")
+                   for k, (shape, dt) in spec.output_spec(case).items()}
         with tempfile.TemporaryDirectory() as dump:
             os.environ["CUTE_DSL_DUMP_DIR"] = dump           # --keep-cubin writes there, must exist
             compiled, _ = module.compile_case(case, inputs, outputs, variant, options="--keep-cubin")

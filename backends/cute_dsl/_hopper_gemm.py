@@ -26,6 +26,7 @@
 # OR TORT (INCLUDING NEGLIGENCE OR OTHERWISE) ARISING IN ANY WAY OUT OF THE USE
 # OF THIS SOFTWARE, EVEN IF ADVISED OF THE POSSIBILITY OF SUCH DAMAGE.
 
+# ruff: noqa: B007, B905  (the example's code, kept as published)
 # The Hopper dense GEMM of NVIDIA/cutlass examples/python/CuTeDSL/cute/hopper/kernel/dense_gemm/
 # dense_gemm.py (v4.7.0 = main 7107b0553), kernel class as published; dropped: its command line,
 # its host-side dtype/alignment validators (whose list lacked BFloat16, the only thing that kept
