@@ -128,6 +128,10 @@ class Backend:
         """Whether this variant can compile its kernels ahead of time here, without a GPU."""
         return bool(self.aot_target) and all(_installed(m) for m in self.aot_modules(variant))
 
+    def aot_environment(self, variant: str) -> dict[str, str]:
+        """Environment variables export() needs set before the tool is imported."""
+        return {}
+
     def export(self, problem: str, case, variant: str) -> bytes:
         """The case's kernel compiled ahead of time for aot_target (a cubin); needs no GPU."""
         raise NotImplementedError

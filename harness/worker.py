@@ -304,6 +304,14 @@ def run_items(args) -> int:
     return 3 if w.broken else 0
 
 
+def aot_backend(name: str, variant: str):
+    """The backend, with the environment its tool needs to compile ahead of time set before the
+    tool is first imported (a DSL that reads its target when imported)."""
+    backend = backends.get(name)
+    os.environ.update(backend.aot_environment(variant))
+    return backend
+
+
 def export_cases(backend, variant: str, problem, cases) -> list[dict]:
     """Compile each case ahead of time for the backend's target (no GPU needed): seconds and bytes."""
     module = backends.implementation(backend.name, problem.name)
@@ -323,7 +331,7 @@ def export_all(args) -> int:
     """Compile-only: every test case of one problem, ahead of time; print one JSON line."""
     problem = problems.get(args.problem)
     tests = [c for c in problem.cases() if c.kind == "test"]
-    print(json.dumps({"cases": export_cases(backends.get(args.backend), args.variant, problem, tests)}))
+    print(json.dumps({"cases": export_cases(aot_backend(args.backend, args.variant), args.variant, problem, tests)}))
     return 0
 
 
@@ -335,7 +343,7 @@ def compile_once(args) -> int:
     tests = [c for c in problem.cases() if c.kind == "test"]
     candidates = sorted(tests, key=lambda c: c.name != problem.compile_case_name)
     if args.export:
-        backend = backends.get(args.backend)
+        backend = aot_backend(args.backend, args.variant)
         module = backends.implementation(backend.name, problem.name)
         case = next((c for c in candidates if why_not(backend, args.variant, module, problem.name, c) is None), None)
         done = export_cases(backend, args.variant, problem, [case] if case else [])

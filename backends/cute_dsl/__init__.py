@@ -5,8 +5,8 @@ Two calling paths, as variants: "" hands the compiled function CuTe tensors made
 tensors (from_dlpack) and a CUstream; "tvm_ffi" compiles with --enable-tvm-ffi and then takes the
 torch tensors themselves, checked by compiled code at each call.
 
-Without a GPU the DSL targets sm_100a unless CUTE_DSL_ARCH is set before `import cutlass`; export()
-sets it to aot_target, so CI compiles every test case for the H100."""
+Without a GPU the DSL targets sm_100a unless CUTE_DSL_ARCH is set before `import cutlass`; the
+compile-only workers set it to aot_target, so CI compiles every test case for the H100."""
 import os
 import tempfile
 
@@ -48,9 +48,11 @@ class CuteDsl(Backend):
     def stream(self, handle, variant):
         return handle or 0
 
+    def aot_environment(self, variant):
+        return {"CUTE_DSL_ARCH": self.aot_target}            # read once, at `import cutlass`
+
     def export(self, problem, case, variant):
         """The case's kernel compiled for aot_target from CPU tensors of the case's shapes."""
-        os.environ["CUTE_DSL_ARCH"] = self.aot_target       # read once, at `import cutlass`
         import numpy as np
 
         import problems

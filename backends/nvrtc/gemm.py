@@ -1,5 +1,5 @@
 """C = A @ B in CUDA C++ (NVRTC) on tensor cores the Ampere way: a 128x256 block tile, 8 warps of
-64x64, K in steps of 32 through a 4-stage cp.async pipeline into XOR-swizzled shared memory,
+64x64, K in steps of 64 through a 3-stage cp.async pipeline into XOR-swizzled shared memory,
 ldmatrix (transposed for the row-major B) feeding mma.sync m16n8k16 with float32 accumulators.
 Output tiles go in grouped order for L2 reuse. Shapes whose rows are not 16-byte aligned take
 element-wise loads instead of cp.async (ALIGNED=false). float32 is not applicable: tensor cores
@@ -13,7 +13,7 @@ SOURCE = r"""
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-constexpr int BM = 128, BN = 256, BK = 32, WM = 64, WN = 64, STAGES = 4, GROUP_M = 8;
+constexpr int BM = 128, BN = 256, BK = 64, WM = 64, WN = 64, STAGES = 3, GROUP_M = 8;
 constexpr int THREADS = (BM / WM) * (BN / WN) * 32, CHUNKS = BK / 8;   // 16-byte chunks per row of A
 
 __device__ inline void mma(float* d, const unsigned* a, const unsigned* b, __half) {
@@ -128,7 +128,8 @@ gemm(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, int M,
 }
 """
 
-BM, BN, BK, STAGES, THREADS = 128, 256, 32, 4, 256
+# best of eight tile shapes measured on the H100 (8192^3 bf16: 43.5% of cuBLAS; 128x256x32 at 4 stages 39.7%)
+BM, BN, BK, STAGES, THREADS = 128, 256, 64, 3, 256
 
 
 def supports(case):
