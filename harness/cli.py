@@ -159,22 +159,57 @@ def cmd_run(args) -> int:
     return 0
 
 
-def cmd_report(args) -> int:
-    from harness import report
-    path = Path(args.results)
-    if not path.is_file():
-        raise UsageError(f"no results file at {path}") from None
+def _load_all(paths: list[str]) -> list[dict]:
+    from harness import merge
     try:
-        doc = json.loads(path.read_text())
-        doc["records"]
-    except (json.JSONDecodeError, KeyError, TypeError):
-        raise UsageError(f"{path} is not a ways results file") from None
-    out = writable_dir(args.out) if args.out else path.parent
+        return [merge.load(p) for p in paths]
+    except merge.NotResults as exc:
+        raise UsageError(str(exc)) from None
+
+
+def cmd_report(args) -> int:
+    from harness import merge, report
+    docs = _load_all(args.results)
+    doc = merge.merge(docs, args.results)
+    out = writable_dir(args.out) if args.out else Path(args.results[0]).parent
+    if len(docs) > 1:
+        (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
     text = report.markdown(doc)
     (out / "report.md").write_text(text + "\n")
     print(text)
-    print(f"\nwritten: {out / 'report.md'}")
+    written = [out / "report.md"] + ([out / "results.json"] if len(docs) > 1 else [])
+    try:
+        from harness import figures
+        paths = figures.write_all(doc, out / "figures")
+    except ImportError as exc:
+        if args.html:
+            raise UsageError(f"--html needs matplotlib and pygments (pip install '.[report]'): {exc}") from None
+        print(f"\nfigures not written: {exc} (pip install '.[report]')")
+        paths = []
+    written += paths
+    if args.html:
+        from harness import html_report
+        try:
+            page = html_report.render(doc, paths)
+        except ImportError as exc:
+            raise UsageError(f"--html needs pygments (pip install '.[report]'): {exc}") from None
+        (out / "index.html").write_text(page)
+        written.append(out / "index.html")
+    more = f" and {len(written) - 4} more" if len(written) > 4 else ""
+    print(f"\nwritten: {', '.join(str(p) for p in written[:4])}{more}")
     return 0
+
+
+def cmd_compare(args) -> int:
+    from harness import compare
+    if not 0 <= args.threshold < 10:
+        raise UsageError(f"--threshold {args.threshold} must be a fraction such as 0.05")
+    doc_a, doc_b = _load_all([args.a, args.b])
+    verdicts = compare.compare(doc_a, doc_b, args.threshold)
+    print(compare.render(doc_a, doc_b, verdicts, args.threshold))
+    if not verdicts:
+        print("nothing to compare: no implementation x case was timed in both runs")
+    return 1 if any(v.regression for v in verdicts) else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -195,10 +230,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-compile", action="store_true", help="skip the cold/warm compile-time processes")
     run.add_argument("--compile-repeats", type=int, default=3, help="processes each for cold and warm (default 3)")
     run.set_defaults(fn=cmd_run)
-    rep = sub.add_parser("report", help="Markdown summary of a results.json")
-    rep.add_argument("results")
-    rep.add_argument("--out", help="where report.md goes (default: beside the results)")
+    rep = sub.add_parser("report", help="Markdown summary, figures (and --html a page) of results.json files")
+    rep.add_argument("results", nargs="+", help="one results.json, or several to merge (e.g. several GPUs)")
+    rep.add_argument("--html", action="store_true", help="also write one self-contained index.html")
+    rep.add_argument("--out", help="where report.md, figures/ and index.html go (default: beside the first results)")
     rep.set_defaults(fn=cmd_report)
+    cmp = sub.add_parser("compare", help="per implementation x case: faster, slower, same or ambiguous (B vs A)")
+    cmp.add_argument("a", help="results.json of the baseline run")
+    cmp.add_argument("b", help="results.json of the run to judge")
+    cmp.add_argument("--threshold", type=float, default=0.05,
+                     help="relative slowdown that counts as a regression (exit status 1), default 0.05")
+    cmp.set_defaults(fn=cmd_compare)
     return ap
 
 

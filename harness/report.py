@@ -10,7 +10,10 @@ def _fmt(x, spec=".3g"):
 
 
 def impl_label(r: dict) -> str:
-    return f"{r['backend']}[{r['variant']}]" if r["variant"] else r["backend"]
+    """backend[variant], with the GPU appended when a merged document spans several GPUs."""
+    base = f"{r['backend']}[{r['variant']}]" if r["variant"] else r["backend"]
+    tag = (r.get("source") or {}).get("tag")
+    return f"{base} @ {tag}" if tag else base
 
 
 def per_impl(records: list[dict]) -> dict[tuple[str, str], dict]:
@@ -45,6 +48,36 @@ def _peaks(refs: dict) -> list[str]:
             "(cuBLAS through torch, else CuPy) on the same case in the same run."]
 
 
+def headline(doc: dict) -> list[str]:
+    """Per problem, one row per implementation: its time on the problem's first bench case (else on
+    its first timed bench case), % of peak, compile cold / warm and LOC."""
+    import problems
+    stats = per_impl(doc["records"])
+    lines = ["## Headline", "", "| problem | implementation | case | device ms | achieved | % of peak |"
+             " compile cold / warm s | LOC |", "|---|---|---|---:|---:|---:|---:|---:|"]
+    for problem in sorted({r["problem"] for r in doc["records"]}):
+        order = [c.name for c in problems.get(problem).cases() if c.kind == "bench"]
+        timed = defaultdict(list)
+        for r in doc["records"]:
+            if r["problem"] == problem and r["kind"] == "bench" and (r.get("timing") or {}).get("device_ms_cold"):
+                timed[impl_label(r)].append(r)
+        first_build = defaultdict(float)
+        for r in doc["records"]:
+            if r["problem"] == problem:
+                first_build[impl_label(r)] = max(first_build[impl_label(r)], r["build_s"] or 0.0)
+        rank = {c: i for i, c in enumerate(order)}
+        shown = {label: min(rows, key=lambda r: rank.get(r["case"], len(order))) for label, rows in timed.items()}
+        for label, r in sorted(shown.items(), key=lambda kv: (rank.get(kv[1]["case"], len(order)), kv[0])):
+            t, s = r["timing"], stats[(problem, label)]
+            compile_cell = (f"{_fmt(s['compile'].get('cold_s'))} / {_fmt(s['compile'].get('warm_s'))}"
+                            if s["compile"].get("cold_s") else f"first build {_fmt(first_build[label])}")
+            lines.append(f"| {problem} | {label} | {r['case']} | {_fmt(t['device_ms_cold'], '.4g')} | "
+                         f"{_fmt(t.get('achieved'), '.4g')} {t.get('unit') or ''} | "
+                         f"{_fmt(t.get('pct_of_peak'), '.1f')} | "
+                         f"{compile_cell} | {_fmt(s['loc'].get('total'), 'd')} |")
+    return lines + [""] if len(lines) > 3 else []
+
+
 def markdown(doc: dict) -> str:
     env = doc["environment"]
     dev = env.get("device") or {}
@@ -58,7 +91,15 @@ def markdown(doc: dict) -> str:
              f"{', ' + str(doc['run'].get('duration_s')) + ' s' if doc['run'].get('duration_s') else ''};"
              f" commit {env.get('git_commit') or 'not recorded'}; Python {env['python']}{driver}.", "",
              f"Versions: {versions}.", ""]
+    merged = doc["run"].get("merged_from")
+    if merged:
+        lines += ["Merged from these runs (where two measured the same implementation and case on one GPU, "
+                  "the later one is shown):", ""]
+        lines += [f"- `{m['file']}`: run {m['id']}, {m['gpu']}, started {m['started']}, commit "
+                  f"{m['commit'] or 'not recorded'}{'' if m['complete'] else ' (incomplete)'}" for m in merged]
+        lines.append("")
     lines += _peaks(doc.get("references") or {}) + [""]
+    lines += headline(doc)
     by_problem = defaultdict(list)
     for r in doc["records"]:
         by_problem[r["problem"]].append(r)

@@ -1,0 +1,89 @@
+"""Two results documents side by side: per implementation x timed case, is B faster, slower, the
+same, or is it ambiguous? Decided on both runs' spread (the interquartile range of the cold
+samples), not on a bare ratio. On the same GPU the device times are compared; across GPUs only
+the % of peak is (each run's own copy or cuBLAS measured on its own GPU)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.merge import gpu_name
+from harness.report import impl_label
+
+
+@dataclass
+class Verdict:
+    problem: str
+    case: str
+    implementation: str
+    a: float
+    b: float
+    change: float          # B / A - 1 of the compared quantity (positive: B takes longer / reaches less)
+    verdict: str           # faster | slower | same | ambiguous
+    regression: bool
+
+
+def _timed(doc: dict) -> dict[tuple[str, str, str], dict]:
+    return {(r["problem"], r["case"], impl_label(r)): r for r in doc["records"]
+            if r["status"] == "ok" and (r.get("timing") or {}).get("device_ms_cold")}
+
+
+def _interval(timing: dict) -> tuple[float, float, float]:
+    """(low, median, high) of the cold device time; a single median counts as its own interval."""
+    cold = timing.get("cold") or {}
+    median = timing["device_ms_cold"]
+    return cold.get("q1_ms", median), median, cold.get("q3_ms", median)
+
+
+def comparable(doc_a: dict, doc_b: dict) -> dict[str, bool]:
+    """Which quantities mean the same thing in both runs."""
+    same_gpu = gpu_name(doc_a) == gpu_name(doc_b)
+    return {"device time": same_gpu, "host time": same_gpu, "achieved (GB/s, TFLOP/s)": same_gpu,
+            "% of peak": True, "correctness": True, "LOC": True,
+            "compile time": same_gpu and doc_a["environment"].get("platform") == doc_b["environment"].get("platform")}
+
+
+def compare(doc_a: dict, doc_b: dict, threshold: float = 0.05) -> list[Verdict]:
+    """A verdict for every implementation x case timed in both. `threshold`: the relative change
+    beyond which a clear slowdown counts as a regression (and below which overlapping spreads
+    count as the same)."""
+    same_gpu = comparable(doc_a, doc_b)["device time"]
+    a_rows, b_rows = _timed(doc_a), _timed(doc_b)
+    out = []
+    for key in sorted(a_rows.keys() & b_rows.keys()):
+        ta, tb = a_rows[key]["timing"], b_rows[key]["timing"]
+        if same_gpu:
+            (lo_a, a, hi_a), (lo_b, b, hi_b) = _interval(ta), _interval(tb)
+        else:       # % of peak, higher is better: compare its inverse so "positive change = worse" holds
+            pa, pb = ta.get("pct_of_peak"), tb.get("pct_of_peak")
+            if not pa or not pb:
+                continue
+            (lo_a, ma, hi_a), (lo_b, mb, hi_b) = _interval(ta), _interval(tb)
+            a, b = 100 / pa, 100 / pb
+            lo_a, hi_a, lo_b, hi_b = a * lo_a / ma, a * hi_a / ma, b * lo_b / mb, b * hi_b / mb
+        change = b / a - 1
+        overlap = lo_b <= hi_a and lo_a <= hi_b
+        if overlap:
+            verdict = "same" if abs(change) <= threshold else "ambiguous"
+        else:
+            verdict = "slower" if change > 0 else "faster"
+        shown = (a, b) if same_gpu else (ta["pct_of_peak"], tb["pct_of_peak"])
+        out.append(Verdict(*key, *shown, change, verdict, verdict == "slower" and change > threshold))
+    return out
+
+
+def render(doc_a: dict, doc_b: dict, verdicts: list[Verdict], threshold: float) -> str:
+    same_gpu = comparable(doc_a, doc_b)["device time"]
+    unit = "cold device ms" if same_gpu else "% of peak"
+    lines = [f"A: run {doc_a['run']['id']} on {gpu_name(doc_a)}", f"B: run {doc_b['run']['id']} on {gpu_name(doc_b)}",
+             "comparable: " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in comparable(doc_a, doc_b).items()),
+             f"compared: {unit} (spread: interquartile range of the cold samples; threshold {threshold:.0%})", "",
+             f"| problem | case | implementation | A {unit} | B {unit} | change | verdict |",
+             "|---|---|---|---:|---:|---:|---|"]
+    for v in verdicts:
+        flag = " (regression)" if v.regression else ""
+        lines.append(f"| {v.problem} | {v.case} | {v.implementation} | {v.a:.4g} | {v.b:.4g} | "
+                     f"{v.change:+.1%} | {v.verdict}{flag} |")
+    counts = {k: sum(v.verdict == k for v in verdicts) for k in ("faster", "slower", "same", "ambiguous")}
+    lines += ["", ", ".join(f"{n} {k}" for k, n in counts.items())
+              + f"; {sum(v.regression for v in verdicts)} regression(s) beyond {threshold:.0%}"]
+    return "\n".join(lines)

@@ -1,0 +1,143 @@
+"""Figures of a results document (matplotlib, PNG and SVG): time and % of peak per bench case,
+compile time per implementation, lines of code against % of peak, and the cross-check heatmap."""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+
+from harness.report import impl_label, per_impl
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.rcParams.update({"svg.fonttype": "none", "figure.dpi": 100, "font.size": 9})
+    return plt
+
+
+def _save(fig, out: Path, name: str) -> list[Path]:
+    paths = [out / f"{name}.png", out / f"{name}.svg"]
+    for p in paths:
+        fig.savefig(p, bbox_inches="tight")
+    _plt().close(fig)
+    return paths
+
+
+def _timed(doc: dict) -> dict[tuple[str, str], list[dict]]:
+    cases = defaultdict(list)
+    for r in doc["records"]:
+        t = r.get("timing") or {}
+        if r["status"] == "ok" and t.get("device_ms_cold"):
+            cases[(r["problem"], r["case"])].append(r)
+    return cases
+
+
+def bench_case(problem: str, case: str, rows: list[dict], out: Path) -> list[Path]:
+    """Cold device time (left) and % of peak (right), one bar per implementation, fastest on top."""
+    plt = _plt()
+    rows = sorted(rows, key=lambda r: -r["timing"]["device_ms_cold"])
+    labels = [impl_label(r) for r in rows]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 0.35 * len(rows) + 1.2), sharey=True)
+    left.barh(labels, [r["timing"]["device_ms_cold"] for r in rows], color="#4c72b0")
+    left.set_xlabel("device time, cold (ms)")
+    if max(r["timing"]["device_ms_cold"] for r in rows) > 20 * min(r["timing"]["device_ms_cold"] for r in rows):
+        left.set_xscale("log")
+    pct = [r["timing"].get("pct_of_peak") or 0.0 for r in rows]
+    right.barh(labels, pct, color="#55a868")
+    right.axvline(100, color="grey", lw=0.8, ls="--")
+    right.set_xlabel("% of peak (copy bandwidth, or cuBLAS for GEMM)")
+    for y, v in enumerate(pct):
+        right.text(v, y, f" {v:.0f}", va="center", fontsize=8)
+    fig.suptitle(f"{problem} {case}")
+    return _save(fig, out, f"{problem}-{case}")
+
+
+def compile_times(doc: dict, out: Path) -> list[Path]:
+    """Cold and warm compile time per implementation and problem, log scale. Where a run skipped
+    the compile processes (--no-compile), the longest build in the run stands in for cold, marked."""
+    plt = _plt()
+    first_build = defaultdict(float)
+    for r in doc["records"]:
+        first_build[(r["problem"], impl_label(r))] = max(first_build[(r["problem"], impl_label(r))], r["build_s"] or 0)
+    rows = []
+    for key, s in sorted(per_impl(doc["records"]).items()):
+        cold, warm = s["compile"].get("cold_s"), s["compile"].get("warm_s")
+        if cold:
+            rows.append((f"{key[0]}: {key[1]}", cold, warm or 0))
+        elif first_build[key]:
+            rows.append((f"{key[0]}: {key[1]} (first build in the run)", first_build[key], 0))
+    if not rows:
+        return []
+    fig, ax = plt.subplots(figsize=(8, 0.3 * len(rows) + 1.2))
+    ys = range(len(rows))
+    ax.barh([y - 0.2 for y in ys], [cold for _, cold, _ in rows], height=0.4, label="cold", color="#c44e52")
+    ax.barh([y + 0.2 for y in ys], [warm for *_, warm in rows], height=0.4, label="warm", color="#8172b2")
+    ax.set_yticks(list(ys), [name for name, *_ in rows])
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("compile time (s, log scale): fresh process, empty (cold) or filled (warm) caches")
+    ax.legend(loc="lower right")
+    return _save(fig, out, "compile-times")
+
+
+def loc_vs_peak(doc: dict, out: Path) -> list[Path]:
+    """Lines of code against the best % of peak over the implementation's bench cases."""
+    plt = _plt()
+    best: dict[tuple[str, str], tuple[int, float]] = {}
+    for rows in _timed(doc).values():
+        for r in rows:
+            pct, loc = r["timing"].get("pct_of_peak"), (r.get("loc") or {}).get("total")
+            key = (r["problem"], impl_label(r))
+            if pct is not None and loc and (key not in best or pct > best[key][1]):
+                best[key] = (loc, pct)
+    if not best:
+        return []
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    for problem, marker in zip(sorted({p for p, _ in best}), "osD^v<>", strict=False):
+        pts = [(loc, pct, label) for (p, label), (loc, pct) in best.items() if p == problem]
+        ax.scatter([x for x, _, _ in pts], [y for _, y, _ in pts], marker=marker, label=problem, s=36)
+        for x, y, label in pts:
+            ax.annotate(label, (x, y), fontsize=7, xytext=(3, 2), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_xlabel("lines of code (logical lines of the implementation file, log scale)")
+    ax.set_ylabel("best % of peak over its bench cases")
+    ax.axhline(100, color="grey", lw=0.8, ls="--")
+    ax.legend()
+    return _save(fig, out, "loc-vs-peak")
+
+
+def crosscheck(doc: dict, out: Path) -> list[Path]:
+    """Largest relative difference between each pair of implementations on the same inputs."""
+    plt = _plt()
+    by_problem: dict[str, dict[tuple[str, str], float]] = defaultdict(dict)
+    for x in doc.get("crosscheck") or []:
+        pair = by_problem[x["problem"]]
+        key = tuple(sorted((x["a"], x["b"])))
+        pair[key] = max(pair.get(key, 0.0), x["max_rel_diff"])
+    if not by_problem:
+        return []
+    fig, axes = plt.subplots(1, len(by_problem), figsize=(5.5 * len(by_problem), 5), squeeze=False)
+    for ax, (problem, pairs) in zip(axes[0], sorted(by_problem.items()), strict=True):
+        names = sorted({n for pair in pairs for n in pair})
+        grid = [[math.nan] * len(names) for _ in names]
+        for (a, b), v in pairs.items():
+            i, j = names.index(a), names.index(b)
+            grid[i][j] = grid[j][i] = math.log10(max(v, 1e-12))
+        image = ax.imshow(grid, cmap="viridis", vmin=-12, vmax=0)
+        ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=7)
+        ax.set_yticks(range(len(names)), names, fontsize=7)
+        ax.set_title(f"{problem}: log10 max rel diff (blank: not compared)")
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8)
+    return _save(fig, out, "crosscheck")
+
+
+def write_all(doc: dict, out: Path) -> list[Path]:
+    """Every figure of the document into `out` (created); the paths written."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for (problem, case), rows in sorted(_timed(doc).items()):
+        if any(r["kind"] == "bench" for r in rows):
+            paths += bench_case(problem, case, rows, out)
+    return paths + compile_times(doc, out) + loc_vs_peak(doc, out) + crosscheck(doc, out)

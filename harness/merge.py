@@ -1,0 +1,79 @@
+"""Reading results documents, and merging several (parts of one run, or runs on several GPUs) into
+one: every record keeps where it came from; where two runs measured the same implementation x
+case on the same GPU, the later run's record is kept unless only the earlier one was timed."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from harness.results import SCHEMA_VERSION
+
+
+class NotResults(ValueError):
+    """The file is missing or is not a ways results document."""
+
+
+def load(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise NotResults(f"no results file at {path}")
+    try:
+        doc = json.loads(path.read_text())
+        doc["records"], doc["run"]["id"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        raise NotResults(f"{path} is not a ways results file") from None
+    return doc
+
+
+def gpu_name(doc: dict) -> str:
+    env = doc.get("environment") or {}
+    gpus = env.get("gpus") or []
+    return (env.get("device") or {}).get("name") or (gpus[0]["name"] if gpus else "no GPU")
+
+
+def short_gpu(name: str) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'H100'."""
+    words = name.replace("NVIDIA", "").split()
+    return words[0] if words else name
+
+
+def _rank(record: dict) -> tuple[int, int]:
+    return (record.get("timing") is not None, record["status"] == "ok")
+
+
+def merge(docs: list[dict], names: list[str] | None = None) -> dict:
+    """One document from several. A single document comes back unchanged."""
+    if len(docs) == 1:
+        return docs[0]
+    names = names or [d["run"]["id"] for d in docs]
+    gpus = {gpu_name(d) for d in docs}
+    kept: dict[tuple, dict] = {}
+    crosscheck = []
+    for doc, name in zip(docs, names, strict=True):
+        source = {"run": doc["run"]["id"], "file": name, "gpu": gpu_name(doc),
+                  "commit": (doc.get("environment") or {}).get("git_commit")}
+        if len(gpus) > 1:
+            source["tag"] = short_gpu(source["gpu"])
+        for r in doc["records"]:
+            r = {**r, "source": source}
+            key = (source["gpu"], r["problem"], r["case"], r["backend"], r["variant"])
+            if key not in kept or _rank(r) >= _rank(kept[key]):
+                kept[key] = r
+        crosscheck += [{**x, "source": source} for x in doc.get("crosscheck") or []]
+    runs = [{"id": d["run"]["id"], "file": n, "started": d["run"].get("started"), "gpu": gpu_name(d),
+             "commit": (d.get("environment") or {}).get("git_commit"), "complete": d["run"].get("complete")}
+            for d, n in zip(docs, names, strict=True)]
+    digest = hashlib.sha1(json.dumps([r["id"] for r in runs]).encode()).hexdigest()[:12]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run": {"id": f"merged-{digest}", "started": min(r["started"] or "" for r in runs),
+                "argv": ["ways", "report", *names], "kinds": sorted({k for d in docs for k in d["run"]["kinds"]}),
+                "complete": all(r["complete"] for r in runs), "merged_from": runs},
+        "environment": docs[0]["environment"],
+        "environments": {d["run"]["id"]: d["environment"] for d in docs},
+        "records": list(kept.values()),
+        "crosscheck": crosscheck,
+        "references": docs[0].get("references") or {},
+        "references_by_run": {d["run"]["id"]: d.get("references") or {} for d in docs},
+    }

@@ -1,0 +1,168 @@
+"""Reports for people: `ways report --html` (figures, one self-contained page, merged runs) and
+`ways compare` (verdicts from both runs' spread), on real results committed from the H100."""
+import copy
+import json
+import re
+import shutil
+
+import pytest
+
+from harness import compare, merge
+from tests.conftest import ROOT
+from tests.test_cli import ways
+
+CUTE = ROOT / "reports/h100/full_control/cute_dsl/results.json"
+NVRTC = ROOT / "reports/h100/full_control/nvrtc/results.json"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def scaled(doc: dict, factor: float, backend: str, gpu: str | None = None) -> dict:
+    """A copy of `doc` in which `backend`'s timings take `factor` times as long (and, given `gpu`,
+    ran on another GPU whose peaks scale the same way, so its % of peak is unchanged)."""
+    doc = copy.deepcopy(doc)
+    doc["run"]["id"] += "-b"
+    if gpu:
+        doc["environment"]["device"]["name"] = gpu
+        doc["environment"]["gpus"][0]["name"] = gpu
+    for r in doc["records"]:
+        t = r.get("timing")
+        if not t:
+            continue
+        f = factor if r["backend"] == backend else 1.0
+        g = f if gpu is None else 1.0
+        for key in ("device_ms_cold", "device_ms_warm", "host_ms"):
+            t[key] *= f
+        for key in ("median_ms", "q1_ms", "q3_ms"):
+            t["cold"][key] *= f
+        t["pct_of_peak"] /= g
+    return doc
+
+
+@pytest.fixture(scope="module")
+def html_report(tmp_path_factory):
+    pytest.importorskip("matplotlib", reason="figures need matplotlib (pip install '.[report]')")
+    pytest.importorskip("pygments", reason="the HTML page needs pygments (pip install '.[report]')")
+    out = tmp_path_factory.mktemp("report")
+    r = ways("report", str(CUTE), str(NVRTC), "--html", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_figures_exist_and_are_not_empty(html_report):
+    figures = html_report / "figures"
+    for name in ("compile-times", "loc-vs-peak", "crosscheck", "gemm-8192x8192x8192-bfloat16",
+                 "segreduce-1048576x256-float32", "elementwise-268435456-float32"):
+        png, svg = figures / f"{name}.png", figures / f"{name}.svg"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000, png
+        assert "<svg" in svg.read_text() and svg.stat().st_size > 5000, svg
+
+
+def test_page_is_self_contained_with_tables_figures_and_source(html_report):
+    page = (html_report / "index.html").read_text()
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "the page loads something from a network"
+    assert page.count("<table class=sortable>") >= 7 and page.count("<svg") >= 10
+    # each problem shows both backends' source, escaped and highlighted, with LOC and compile time
+    assert page.count("backends/cute_dsl/gemm.py") == 1 and "backends/cute_dsl/_hopper_gemm.py" in page
+    assert "backends/nvrtc/gemm.py" in page and "&lt;typename T" in page and 'class="highlight"' in page
+    assert "compile 0.828 s cold" in page and "LOC" in page
+    assert "NVIDIA H100 80GB HBM3" in page and "nvidia-cutlass-dsl" in page
+
+
+def test_merged_report_names_its_runs(html_report):
+    doc = json.loads((html_report / "results.json").read_text())
+    ids = {m["id"] for m in doc["run"]["merged_from"]}
+    assert ids == {merge.load(CUTE)["run"]["id"], merge.load(NVRTC)["run"]["id"]}
+    # the cuBLAS rows both runs measured appear once; each record says where it came from
+    keys = [(r["problem"], r["case"], r["backend"], r["variant"]) for r in doc["records"]]
+    assert len(keys) == len(set(keys)) and all(r["source"]["run"] in ids for r in doc["records"])
+    assert "Merged from these runs" in (html_report / "report.md").read_text()
+
+
+def test_merging_runs_from_two_gpus_tags_each_implementation():
+    a = merge.load(CUTE)
+    b = scaled(a, 0.8, "cute_dsl", gpu="NVIDIA H200")
+    doc = merge.merge([a, b], ["h100.json", "h200.json"])
+    labels = {(r["source"]["tag"], r["backend"]) for r in doc["records"]}
+    assert ("H100", "cute_dsl") in labels and ("H200", "cute_dsl") in labels
+    assert len(doc["records"]) == 2 * len(a["records"])
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (Debian: apt-get install chromium)")
+def test_page_in_headless_chromium(html_report, tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright drives chromium (pip install playwright)")
+    errors = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((html_report / "index.html").as_uri())
+        table = page.locator("h2#gemm ~ table.sortable").first          # gemm's timed cases
+        header = table.locator("th", has_text="cold ms")
+        column = [h.inner_text() for h in table.locator("th").all()].index("cold ms")
+
+        def cold_ms():
+            return [float(c) for c in table.locator(f"tbody tr td:nth-child({column + 1})").all_inner_texts()]
+        header.click()
+        ascending = cold_ms()
+        header.click()
+        descending, sort_state = cold_ms(), header.get_attribute("aria-sort")
+        shot = tmp_path / "report.png"
+        page.screenshot(path=str(shot), full_page=False)
+        browser.close()
+    assert not errors, errors
+    assert ascending == sorted(ascending) and descending == sorted(descending, reverse=True) and len(ascending) > 3
+    assert sort_state == "descending"
+    assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 20000
+
+
+def test_compare_same_gpu_finds_the_slowdown_and_exits_1(tmp_path):
+    a = merge.load(NVRTC)
+    b = scaled(a, 1.5, "nvrtc")
+    verdicts = {(v.case, v.implementation): v for v in compare.compare(a, b, 0.05)}
+    slow = verdicts[("8192x8192x8192-bfloat16", "nvrtc")]
+    assert slow.verdict == "slower" and slow.regression and slow.change == pytest.approx(0.5)
+    assert verdicts[("8192x8192x8192-bfloat16", "array_api[torch]")].verdict == "same"
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    r = ways("compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    assert r.returncode == 1 and "slower (regression)" in r.stdout and "device time yes" in r.stdout
+    faster = ways("compare", str(tmp_path / "b.json"), str(tmp_path / "a.json"))
+    assert faster.returncode == 0 and "faster" in faster.stdout
+
+
+def test_compare_overlapping_spreads_is_same_or_ambiguous():
+    a = merge.load(NVRTC)
+    small = {(v.case, v.implementation): v.verdict for v in compare.compare(a, scaled(a, 1.0005, "nvrtc"), 0.05)}
+    assert small[("8192x8192x8192-bfloat16", "nvrtc")] == "same"
+    wide = scaled(a, 1.08, "nvrtc")
+    for r in wide["records"]:           # spreads so wide they overlap though the medians differ by 8%
+        if r["backend"] == "nvrtc" and r.get("timing"):
+            r["timing"]["cold"]["q1_ms"] *= 0.5
+            r["timing"]["cold"]["q3_ms"] *= 1.5
+    verdicts = {(v.case, v.implementation): v for v in compare.compare(a, wide, 0.05)}
+    assert verdicts[("8192x8192x8192-bfloat16", "nvrtc")].verdict == "ambiguous"
+    assert not verdicts[("8192x8192x8192-bfloat16", "nvrtc")].regression
+
+
+def test_compare_across_gpus_uses_percent_of_peak(tmp_path):
+    a = merge.load(CUTE)
+    b = scaled(a, 0.7, "cute_dsl", gpu="NVIDIA H200")          # faster in ms, same % of peak
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    r = ways("compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    assert r.returncode == 0, r.stdout
+    assert "device time no" in r.stdout and "% of peak yes" in r.stdout and "compared: % of peak" in r.stdout
+    assert all(v.verdict == "same" for v in compare.compare(a, b))
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["report", "nope.json"], "no results file at nope.json"),
+    (["compare", "nope.json", "nope2.json"], "no results file"),
+    (["compare", str(CUTE), str(CUTE), "--threshold", "-1"], "must be a fraction"),
+])
+def test_bad_report_and_compare_input(args, msg):
+    r = ways(*args)
+    assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr
