@@ -58,16 +58,13 @@ def compile_times(doc: dict, out: Path) -> list[Path]:
     """Cold and warm compile time per implementation and problem, log scale. Where a run skipped
     the compile processes (--no-compile), the longest build in the run stands in for cold, marked."""
     plt = _plt()
-    first_build = defaultdict(float)
-    for r in doc["records"]:
-        first_build[(r["problem"], impl_label(r))] = max(first_build[(r["problem"], impl_label(r))], r["build_s"] or 0)
     rows = []
     for key, s in sorted(per_impl(doc["records"]).items()):
         cold, warm = s["compile"].get("cold_s"), s["compile"].get("warm_s")
         if cold:
             rows.append((f"{key[0]}: {key[1]}", cold, warm or 0))
-        elif first_build[key]:
-            rows.append((f"{key[0]}: {key[1]} (first build in the run)", first_build[key], 0))
+        elif s["first_build_s"]:
+            rows.append((f"{key[0]}: {key[1]} (first build in the run)", s["first_build_s"], 0))
     if not rows:
         return []
     fig, ax = plt.subplots(figsize=(8, 0.3 * len(rows) + 1.2))

@@ -11,12 +11,15 @@ from harness import gpu
 from tests.conftest import run_lab
 
 
-def cutile_toolchain() -> str | None:
-    try:
-        importlib.metadata.version("nvidia-cuda-tileiras")
-    except importlib.metadata.PackageNotFoundError:
-        return "tileiras not installed (pip install '.[cutile-aot]')"
-    return None
+def distribution(name: str, extra: str):
+    """A toolchain check: None when the distribution is installed, else why not."""
+    def missing() -> str | None:
+        try:
+            importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return f"{name} not installed (pip install '.[{extra}]')"
+        return None
+    return missing
 
 
 def nvrtc_library() -> str | None:
@@ -28,15 +31,8 @@ def nvrtc_library() -> str | None:
     return None
 
 
-def cute_dsl_compiler() -> str | None:
-    try:
-        importlib.metadata.version("nvidia-cutlass-dsl")
-    except importlib.metadata.PackageNotFoundError:
-        return "nvidia-cutlass-dsl not installed (pip install '.[cute]')"
-    return None
-
-
-TOOLCHAIN = {"cutile": cutile_toolchain, "nvrtc": nvrtc_library, "cute_dsl": cute_dsl_compiler}
+TOOLCHAIN = {"cutile": distribution("nvidia-cuda-tileiras", "cutile-aot"), "nvrtc": nvrtc_library,
+             "cute_dsl": distribution("nvidia-cutlass-dsl", "cute")}
 PAIRS = [pytest.param(b, p, id=f"{b}-{p}") for b in TOOLCHAIN for p in sorted(backends.problems_of(b))]
 
 
