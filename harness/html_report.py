@@ -9,7 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from harness import loc
-from harness.report import _fmt, impl_label, markdown, per_impl
+from harness.report import fmt, impl_label, markdown, per_impl
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,10 +82,10 @@ def _environment(doc: dict) -> str:
 def _timed_table(rows: list[dict]) -> str:
     timed = sorted((r for r in rows if r.get("timing")),
                    key=lambda r: (r["case"], r["timing"].get("device_ms_cold") or float("inf")))
-    body = [[r["case"], impl_label(r), _fmt(r["timing"].get("device_ms_cold"), ".4g"),
-             _fmt(r["timing"].get("device_ms_warm"), ".4g"), _fmt(r["timing"].get("host_ms"), ".4g"),
-             f"{_fmt(r['timing'].get('achieved'), '.4g')} {r['timing'].get('unit') or ''}",
-             _fmt(r["timing"].get("pct_of_peak"), ".1f")] for r in timed]
+    body = [[r["case"], impl_label(r), fmt(r["timing"].get("device_ms_cold"), ".4g"),
+             fmt(r["timing"].get("device_ms_warm"), ".4g"), fmt(r["timing"].get("host_ms"), ".4g"),
+             f"{fmt(r['timing'].get('achieved'), '.4g')} {r['timing'].get('unit') or ''}",
+             fmt(r["timing"].get("pct_of_peak"), ".1f")] for r in timed]
     return _table(["case", "implementation", "cold ms", "warm ms", "host ms", "achieved", "% of peak"], body,
                   {2, 3, 4, 6}) if body else ""
 
@@ -95,8 +95,8 @@ def _impl_table(rows: list[dict]) -> str:
     for (_, label), s in sorted(per_impl(rows).items()):
         c, comp, size = s["counts"], s["compile"], s["loc"]
         body.append([label, c["ok"], c["compile_only"], c["not_applicable"], c["wrong"] + c["failed"],
-                     c["unavailable"], _fmt(s["worst"], ".2e"), _fmt(comp.get("cold_s")), _fmt(comp.get("warm_s")),
-                     _fmt(size.get("total"), "d"), _fmt(size.get("kernel"), "d")])
+                     c["unavailable"], fmt(s["worst"], ".2e"), fmt(comp.get("cold_s")), fmt(comp.get("warm_s")),
+                     fmt(size.get("total"), "d"), fmt(size.get("kernel"), "d")])
     return _table(["implementation", "ok", "compile only", "n/a", "wrong or failed", "unavailable", "worst rel err",
                    "compile cold s", "compile warm s", "LOC", "kernel LOC"], body, set(range(1, 11)))
 
@@ -120,8 +120,8 @@ def _sources(problem: str, rows: list[dict], formatter) -> str:
         lines = []
         for label in labels:
             s = stats[(problem, label)]
-            lines.append(f"{label}: compile {_fmt(s['compile'].get('cold_s'))} s cold / "
-                         f"{_fmt(s['compile'].get('warm_s'))} s warm; best {_fmt(best[label], '.1f')}% of peak")
+            lines.append(f"{label}: compile {fmt(s['compile'].get('cold_s'))} s cold / "
+                         f"{fmt(s['compile'].get('warm_s'))} s warm; best {fmt(best[label], '.1f')}% of peak")
         size = loc.count_implementation(path)
         files = [path, *loc.private_imports(path)]
         code = "".join(f"<div class=file>{html.escape(str(f.relative_to(ROOT)))}</div>"

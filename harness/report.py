@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 
-def _fmt(x, spec=".3g"):
+def fmt(x, spec=".3g") -> str:
+    """A number for a table cell ("" for none)."""
     return "" if x is None or x == "" else format(x, spec) if isinstance(x, (int, float)) else str(x)
 
 
@@ -69,12 +70,12 @@ def headline(doc: dict) -> list[str]:
         shown = {label: min(rows, key=lambda r: rank.get(r["case"], len(order))) for label, rows in timed.items()}
         for label, r in sorted(shown.items(), key=lambda kv: (rank.get(kv[1]["case"], len(order)), kv[0])):
             t, s = r["timing"], stats[(problem, label)]
-            compile_cell = (f"{_fmt(s['compile'].get('cold_s'))} / {_fmt(s['compile'].get('warm_s'))}"
-                            if s["compile"].get("cold_s") else f"first build {_fmt(s['first_build_s'])}")
-            lines.append(f"| {problem} | {label} | {r['case']} | {_fmt(t['device_ms_cold'], '.4g')} | "
-                         f"{_fmt(t.get('achieved'), '.4g')} {t.get('unit') or ''} | "
-                         f"{_fmt(t.get('pct_of_peak'), '.1f')} | "
-                         f"{compile_cell} | {_fmt(s['loc'].get('total'), 'd')} |")
+            compile_cell = (f"{fmt(s['compile'].get('cold_s'))} / {fmt(s['compile'].get('warm_s'))}"
+                            if s["compile"].get("cold_s") else f"first build {fmt(s['first_build_s'])}")
+            lines.append(f"| {problem} | {label} | {r['case']} | {fmt(t['device_ms_cold'], '.4g')} | "
+                         f"{fmt(t.get('achieved'), '.4g')} {t.get('unit') or ''} | "
+                         f"{fmt(t.get('pct_of_peak'), '.1f')} | "
+                         f"{compile_cell} | {fmt(s['loc'].get('total'), 'd')} |")
     return lines + [""] if len(lines) > 3 else []
 
 
@@ -113,13 +114,13 @@ def markdown(doc: dict) -> str:
             for r in sorted(timed, key=lambda r: (r["case"], impl_label(r))):
                 t = r["timing"]
                 cold = t.get("cold") or {}
-                iqr = (f" ({_fmt(cold.get('q1_ms'), '.4g')}–{_fmt(cold.get('q3_ms'), '.4g')})"
+                iqr = (f" ({fmt(cold.get('q1_ms'), '.4g')}–{fmt(cold.get('q3_ms'), '.4g')})"
                        if cold.get("q1_ms") else "")
-                lines.append(f"| {r['case']} | {impl_label(r)} | {_fmt(t.get('device_ms_cold'), '.4g')}{iqr} | "
-                             f"{_fmt(t.get('device_ms_warm'), '.4g')} | {_fmt(t.get('host_ms'), '.4g')} | "
-                             f"{_fmt(t.get('launch_us'), '.3g')} | "
-                             f"{_fmt(t.get('achieved'), '.4g')} {t.get('unit') or ''} | "
-                             f"{_fmt(t.get('pct_of_peak'), '.1f')} | {_fmt(t.get('pct_of_theoretical'), '.1f')} | "
+                lines.append(f"| {r['case']} | {impl_label(r)} | {fmt(t.get('device_ms_cold'), '.4g')}{iqr} | "
+                             f"{fmt(t.get('device_ms_warm'), '.4g')} | {fmt(t.get('host_ms'), '.4g')} | "
+                             f"{fmt(t.get('launch_us'), '.3g')} | "
+                             f"{fmt(t.get('achieved'), '.4g')} {t.get('unit') or ''} | "
+                             f"{fmt(t.get('pct_of_peak'), '.1f')} | {fmt(t.get('pct_of_theoretical'), '.1f')} | "
                              f"{t.get('engine', '')}{' (suspect)' if t.get('suspect') else ''} |")
             lines.append("")
         lines += ["| implementation | ok | compile only | not applicable | wrong | failed | unavailable |"
@@ -130,9 +131,9 @@ def markdown(doc: dict) -> str:
             c, comp, loc = s["counts"], s["compile"], s["loc"]
             lines.append(f"| {label} | {c['ok']} | {c['compile_only']} | {c['not_applicable']} | {c['wrong']} | "
                          f"{c['failed']} | "
-                         f"{c['unavailable']} | {_fmt(s['worst'], '.2e')} | {_fmt(comp.get('cold_s'))} | "
-                         f"{_fmt(comp.get('warm_s'))} | {_fmt(comp.get('first_call_s'))} | "
-                         f"{_fmt(loc.get('total'), 'd')} ({_fmt(loc.get('kernel'), 'd')}) |")
+                         f"{c['unavailable']} | {fmt(s['worst'], '.2e')} | {fmt(comp.get('cold_s'))} | "
+                         f"{fmt(comp.get('warm_s'))} | {fmt(comp.get('first_call_s'))} | "
+                         f"{fmt(loc.get('total'), 'd')} ({fmt(loc.get('kernel'), 'd')}) |")
             notes += [f"- {label}: {n}" for n in s["notes"]]
             notes += [f"- {label}: of the cold compile, {name.removesuffix('_s')} took {seconds:.3g} s (median)"
                       for name, seconds in (comp.get("cold_parts_s") or {}).items()]
@@ -146,7 +147,7 @@ def markdown(doc: dict) -> str:
         lines += ["## Cross-check: largest pairwise difference between implementations, per test case", "",
                   "| problem | case | pair | max abs diff | max rel diff |", "|---|---|---|---:|---:|"]
         for (p, c), x in sorted(worst.items()):
-            lines.append(f"| {p} | {c} | {x['a']} vs {x['b']} | {_fmt(x['max_abs_diff'], '.2e')} | "
-                         f"{_fmt(x['max_rel_diff'], '.2e')} |")
+            lines.append(f"| {p} | {c} | {x['a']} vs {x['b']} | {fmt(x['max_abs_diff'], '.2e')} | "
+                         f"{fmt(x['max_rel_diff'], '.2e')} |")
         lines.append("")
     return "\n".join(lines)
