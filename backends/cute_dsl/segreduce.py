@@ -12,6 +12,7 @@ import cutlass.utils
 from cutlass import Float32
 
 from backends.cute_dsl import as_cute, compile_once, launcher
+from problems.base import DTYPES
 
 SHORT_ROW, WARPS_PER_BLOCK, ROW_THREADS, VECTORS_PER_THREAD = 1024, 8, 256, 4
 
@@ -68,7 +69,7 @@ def row_sum(mX: cute.Tensor, mY: cute.Tensor, stream: cuda.CUstream, short_rows:
 
 
 def shape_constants(case):
-    cols, width = case.shape["cols"], 16 // {"float32": 4, "float16": 2, "bfloat16": 2}[case.dtype]
+    cols, width = case.shape["cols"], 16 // DTYPES[case.dtype].itemsize
     vector = width if cols % width == 0 else 1
     short_rows = cols <= SHORT_ROW
     per_thread = max(1, min(VECTORS_PER_THREAD, cols // (32 * vector))) if short_rows else VECTORS_PER_THREAD
