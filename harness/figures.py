@@ -43,7 +43,12 @@ def bench_case(problem: str, case: str, rows: list[dict], out: Path) -> list[Pat
     left.barh(labels, [r["timing"]["device_ms_cold"] for r in rows], color="#4c72b0")
     left.set_xlabel("device time, cold (ms)")
     if max(r["timing"]["device_ms_cold"] for r in rows) > 20 * min(r["timing"]["device_ms_cold"] for r in rows):
+        from matplotlib.ticker import LogFormatter
         left.set_xscale("log")
+        left.xaxis.set_major_formatter(LogFormatter(labelOnlyBase=True))
+        left.xaxis.set_minor_formatter(LogFormatter(labelOnlyBase=True))
+    for y, r in enumerate(rows):
+        left.text(r["timing"]["device_ms_cold"], y, f" {r['timing']['device_ms_cold']:.3g}", va="center", fontsize=8)
     pct = [r["timing"].get("pct_of_peak") or 0.0 for r in rows]
     right.barh(labels, pct, color="#55a868")
     right.axvline(100, color="grey", lw=0.8, ls="--")
@@ -79,8 +84,34 @@ def compile_times(doc: dict, out: Path) -> list[Path]:
     return _save(fig, out, "compile-times")
 
 
+def _label_points(ax, points: list[tuple[float, float, str]]) -> None:
+    """Names each point: beside it where there is room, else moved up or down to the nearest free
+    place inside the axes, with a leader line."""
+    from matplotlib.text import Text
+    renderer = ax.figure.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    dots = [ax.transData.transform((x, y)) for x, y, _ in points]
+    placed = []
+    spots = [(5, 0), (-5, 0)] + [(dx, sign * dy) for dy in range(9, 120, 9) for sign in (-1, 1) for dx in (5, -5)]
+    for x, y, label in sorted(points, key=lambda p: -p[1]):
+        for dx, dy in spots:
+            text = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=7, va="center",
+                               ha="left" if dx > 0 else "right",
+                               arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "grey"} if dy else None)
+            text.update_positions(renderer)
+            box = Text.get_window_extent(text, renderer).expanded(1.05, 1.1)  # the text alone, not its leader
+            free = (frame.containsx(box.x0) and frame.containsx(box.x1) and frame.containsy(box.y0)
+                    and frame.containsy(box.y1) and not any(box.overlaps(other) for other in placed)
+                    and not any(box.contains(*dot) for dot in dots))
+            if free or (dx, dy) == spots[-1]:
+                break
+            text.remove()
+        placed.append(box)
+
+
 def loc_vs_peak(doc: dict, out: Path) -> list[Path]:
-    """Lines of code against the best % of peak over the implementation's bench cases."""
+    """Lines of code against the best % of peak over the implementation's bench cases, one panel
+    per problem."""
     plt = _plt()
     best: dict[tuple[str, str], tuple[int, float]] = {}
     for rows in _timed(doc).values():
@@ -91,17 +122,19 @@ def loc_vs_peak(doc: dict, out: Path) -> list[Path]:
                 best[key] = (loc, pct)
     if not best:
         return []
-    fig, ax = plt.subplots(figsize=(8, 5.5))
-    for problem, marker in zip(sorted({p for p, _ in best}), "osD^v<>", strict=False):
+    problems = sorted({p for p, _ in best})
+    fig, axes = plt.subplots(1, len(problems), figsize=(5.5 * len(problems), 6), sharey=True, squeeze=False)
+    for ax, problem in zip(axes[0], problems, strict=True):
         pts = [(loc, pct, label) for (p, label), (loc, pct) in best.items() if p == problem]
-        ax.scatter([x for x, _, _ in pts], [y for _, y, _ in pts], marker=marker, label=problem, s=36)
-        for x, y, label in pts:
-            ax.annotate(label, (x, y), fontsize=7, xytext=(3, 2), textcoords="offset points")
-    ax.set_xscale("log")
-    ax.set_xlabel("lines of code (logical lines of the implementation file, log scale)")
-    ax.set_ylabel("best % of peak over its bench cases")
-    ax.axhline(100, color="grey", lw=0.8, ls="--")
-    ax.legend()
+        ax.scatter([x for x, _, _ in pts], [y for _, y, _ in pts], s=30, zorder=3)
+        ax.set_xscale("log")
+        ax.set_xlim(min(x for x, _, _ in pts) / 1.5, max(x for x, _, _ in pts) * 4)  # room for the names
+        ax.set_ylim(0, max(112, max(y for _, y, _ in pts) + 5))
+        ax.axhline(100, color="grey", lw=0.8, ls="--")
+        ax.set_title(problem)
+        ax.set_xlabel("logical lines of the implementation file (log scale)")
+        _label_points(ax, pts)
+    axes[0][0].set_ylabel("best % of peak over its bench cases")
     return _save(fig, out, "loc-vs-peak")
 
 
@@ -115,7 +148,8 @@ def crosscheck(doc: dict, out: Path) -> list[Path]:
         pair[key] = max(pair.get(key, 0.0), x["max_rel_diff"])
     if not by_problem:
         return []
-    fig, axes = plt.subplots(1, len(by_problem), figsize=(5.5 * len(by_problem), 5), squeeze=False)
+    fig, axes = plt.subplots(1, len(by_problem), figsize=(6.5 * len(by_problem), 6), squeeze=False,
+                             layout="constrained")
     for ax, (problem, pairs) in zip(axes[0], sorted(by_problem.items()), strict=True):
         names = sorted({n for pair in pairs for n in pair})
         grid = [[math.nan] * len(names) for _ in names]
@@ -125,7 +159,9 @@ def crosscheck(doc: dict, out: Path) -> list[Path]:
         image = ax.imshow(grid, cmap="viridis", vmin=-12, vmax=0)
         ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=7)
         ax.set_yticks(range(len(names)), names, fontsize=7)
-        ax.set_title(f"{problem}: log10 max rel diff (blank: not compared)")
+        ax.set_title(problem)
+    fig.suptitle("log10 of the largest relative difference between two implementations' outputs on the same "
+                 "inputs (blank: not run together)")
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8)
     return _save(fig, out, "crosscheck")
 

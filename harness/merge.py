@@ -1,6 +1,6 @@
 """Reading results documents, and merging several (parts of one run, or runs on several GPUs) into
 one: every record keeps where it came from; where two runs measured the same implementation x
-case on the same GPU, the later run's record is kept unless only the earlier one was timed."""
+case on the same GPU, the record from the file named last is kept unless only an earlier one was timed."""
 from __future__ import annotations
 
 import hashlib
@@ -42,6 +42,21 @@ def _rank(record: dict) -> tuple[int, int]:
     return (record.get("timing") is not None, record["status"] == "ok")
 
 
+def _environment(docs: list[dict]) -> dict:
+    """The first run's environment, with every run's commit and package versions: parts of one
+    run may have had different packages importable, or run at different commits."""
+    envs = [d.get("environment") or {} for d in docs]
+    versions: dict[str, list[str]] = {}
+    for env in envs:
+        for package, version in (env.get("versions") or {}).items():
+            versions.setdefault(package, [])
+            if version not in versions[package]:
+                versions[package].append(version)
+    commits = list(dict.fromkeys(e.get("git_commit") for e in envs if e.get("git_commit")))
+    return {**envs[0], "versions": {k: " / ".join(v) for k, v in sorted(versions.items())},
+            "git_commit": ", ".join(commits) or None}
+
+
 def merge(docs: list[dict], names: list[str] | None = None) -> dict:
     """One document from several. A single document comes back unchanged."""
     if len(docs) == 1:
@@ -70,7 +85,7 @@ def merge(docs: list[dict], names: list[str] | None = None) -> dict:
         "run": {"id": f"merged-{digest}", "started": min(r["started"] or "" for r in runs),
                 "argv": ["ways", "report", *names], "kinds": sorted({k for d in docs for k in d["run"]["kinds"]}),
                 "complete": all(r["complete"] for r in runs), "merged_from": runs},
-        "environment": docs[0]["environment"],
+        "environment": _environment(docs),
         "environments": {d["run"]["id"]: d["environment"] for d in docs},
         "records": list(kept.values()),
         "crosscheck": crosscheck,

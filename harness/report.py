@@ -39,18 +39,42 @@ def per_impl(records: list[dict]) -> dict[tuple[str, str], dict]:
     return out
 
 
-def _peaks(refs: dict) -> list[str]:
+def _span(values: list[float], show) -> str:
+    """'3007' or '3006-3010'."""
+    low, high = show(min(values)), show(max(values))
+    return low if low == high else f"{low}-{high}"
+
+
+def _copy_lines(doc: dict) -> list[str]:
+    """The measured copy bandwidth, per GPU, as a span over the runs merged into this document."""
+    refs = doc.get("references") or {}
+    by_run = doc.get("references_by_run") or {doc["run"]["id"]: refs}
+    gpu_of = {m["id"]: m["gpu"] for m in doc["run"].get("merged_from") or []}
+    copies: dict[str, list[float]] = {}
+    for run, r in by_run.items():
+        if "copy_bytes_per_s" in r:
+            copies.setdefault(gpu_of.get(run, ""), []).append(r["copy_bytes_per_s"])
+    mem = (refs.get("theoretical") or {}).get("memory_bytes_per_s")
+    lines = []
+    for gpu, values in copies.items():
+        where = "measured in this run" if len(values) == 1 else f"measured in each of the {len(values)} timed runs"
+        lines.append(f"- Device-to-device copy{' on ' + gpu if len(copies) > 1 else ''}, {where}: "
+                     f"**{_span(values, lambda c: f'{c / 1e9:.0f}')} GB/s** (read + write)"
+                     + (f", {_span(values, lambda c: f'{100 * c / mem:.1f}')}% of the theoretical "
+                        f"{mem / 1e9:.0f} GB/s" if mem and len(copies) == 1 else "") + ".")
+    return lines
+
+
+def _peaks(doc: dict) -> list[str]:
+    refs = doc.get("references") or {}
     if not refs or "copy_bytes_per_s" not in refs:
         return [f"Peaks: not measured ({refs.get('error', 'no GPU bench case in this run')[:200]})."] if refs else []
     theo = refs.get("theoretical") or {}
-    copy = refs["copy_bytes_per_s"]
-    mem = theo.get("memory_bytes_per_s")
     flops = ", ".join(f"{dt} {v / 1e12:.0f}" for dt, v in (theo.get("flops_per_s") or {}).items())
-    return [f"- Device-to-device copy, measured in this run: **{copy / 1e9:.0f} GB/s** (read + write)"
-            + (f", {100 * copy / mem:.1f}% of the theoretical {mem / 1e9:.0f} GB/s" if mem else "") + ".",
-            f"- Theoretical dense TFLOP/s: {flops or 'unknown for this GPU'} ({theo.get('basis', '')}).",
-            "- % of peak: memory-bound cases against the measured copy; GEMM against the vendor library "
-            "(cuBLAS through torch, else CuPy) on the same case in the same run."]
+    return _copy_lines(doc) + [
+        f"- Theoretical dense TFLOP/s: {flops or 'unknown for this GPU'} ({theo.get('basis', '')}).",
+        "- % of peak: memory-bound cases against the measured copy; GEMM against the vendor library "
+        "(cuBLAS through torch, else CuPy) on the same case in the same run."]
 
 
 def headline(doc: dict) -> list[str]:
@@ -83,23 +107,25 @@ def markdown(doc: dict) -> str:
     env = doc["environment"]
     dev = env.get("device") or {}
     gpus = env.get("gpus") or []
-    gpu_name = dev.get("name") or (gpus[0]["name"] if gpus else "no GPU")
+    gpu_name = " + ".join(dict.fromkeys(m["gpu"] for m in doc["run"].get("merged_from") or [])) \
+        or dev.get("name") or (gpus[0]["name"] if gpus else "no GPU")
     driver = f", driver {gpus[0]['driver']} (CUDA {gpus[0]['driver_cuda']})" if gpus else ""
     versions = ", ".join(f"{k} {v}" for k, v in env.get("versions", {}).items())
+    commits = env.get("git_commit") or "not recorded"
     lines = [f"# ways results: {gpu_name}", "",
              f"Run {doc['run']['id']}, started {doc['run']['started']}"
              f"{'' if doc['run'].get('complete') else ' (incomplete: interrupted)'}"
              f"{', ' + str(doc['run'].get('duration_s')) + ' s' if doc['run'].get('duration_s') else ''};"
-             f" commit {env.get('git_commit') or 'not recorded'}; Python {env['python']}{driver}.", "",
+             f" commit{'s' if ', ' in commits else ''} {commits}; Python {env['python']}{driver}.", "",
              f"Versions: {versions}.", ""]
     merged = doc["run"].get("merged_from")
     if merged:
         lines += ["Merged from these runs (where two measured the same implementation and case on one GPU, "
-                  "the later one is shown):", ""]
+                  "the one from the file named last is shown):", ""]
         lines += [f"- `{m['file']}`: run {m['id']}, {m['gpu']}, started {m['started']}, commit "
                   f"{m['commit'] or 'not recorded'}{'' if m['complete'] else ' (incomplete)'}" for m in merged]
         lines.append("")
-    lines += _peaks(doc.get("references") or {}) + [""]
+    lines += _peaks(doc) + [""]
     lines += headline(doc)
     by_problem = defaultdict(list)
     for r in doc["records"]:

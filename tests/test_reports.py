@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from harness import compare, merge
+from harness import compare, merge, report
 from tests.conftest import ROOT
 from tests.test_cli import ways
 
@@ -75,7 +75,19 @@ def test_merged_report_names_its_runs(html_report):
     # the cuBLAS rows both runs measured appear once; each record says where it came from
     keys = [(r["problem"], r["case"], r["backend"], r["variant"]) for r in doc["records"]]
     assert len(keys) == len(set(keys)) and all(r["source"]["run"] in ids for r in doc["records"])
-    assert "Merged from these runs" in (html_report / "report.md").read_text()
+    text = (html_report / "report.md").read_text()
+    assert "Merged from these runs" in text and "measured in each of the 2 timed runs: **" in text
+
+
+def test_merged_environment_has_every_runs_commit_and_packages():
+    cute, nvrtc = merge.load(CUTE), merge.load(NVRTC)
+    env = merge.merge([nvrtc, cute])["environment"]     # the first run had no CuTe DSL installed
+    assert env["git_commit"] == f"{nvrtc['environment']['git_commit']}, {cute['environment']['git_commit']}"
+    assert env["versions"]["nvidia-cutlass-dsl"] == "4.8.1" and env["versions"]["torch"] == "2.11.0"
+    other = copy.deepcopy(cute)
+    other["run"]["id"] += "-b"
+    other["environment"]["versions"]["torch"] = "2.12.0"
+    assert merge.merge([cute, other])["environment"]["versions"]["torch"] == "2.11.0 / 2.12.0"
 
 
 def test_merging_runs_from_two_gpus_tags_each_implementation():
@@ -85,6 +97,9 @@ def test_merging_runs_from_two_gpus_tags_each_implementation():
     labels = {(r["source"]["tag"], r["backend"]) for r in doc["records"]}
     assert ("H100", "cute_dsl") in labels and ("H200", "cute_dsl") in labels
     assert len(doc["records"]) == 2 * len(a["records"])
+    text = report.markdown(doc)
+    assert text.startswith("# ways results: NVIDIA H100 80GB HBM3 + NVIDIA H200")
+    assert "- Device-to-device copy on NVIDIA H200, measured in this run: **" in text
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (Debian: apt-get install chromium)")
