@@ -8,7 +8,7 @@ import pytest
 
 import backends
 from harness import gpu
-from tests.conftest import run_lab
+from tests.conftest import ROOT, run_lab
 
 
 def distribution(name: str, extra: str):
@@ -44,7 +44,9 @@ def test_compiles_ahead_of_time_without_a_gpu(tmp_path, backend, problem):
     missing = TOOLCHAIN[backend]()
     if missing:
         pytest.skip(missing)
+    before = set(ROOT.iterdir())
     doc = run_lab(tmp_path, problems=[problem], backends_=[backend], measure_compile=True, compile_repeats=1)
+    assert set(ROOT.iterdir()) == before, "compiling left files in the checkout"
     rows = [r for r in doc["records"] if r["backend"] == backend and r["status"] != "not_applicable"]
     not_compiled = [(r["case"], r["status"], r["error"][-300:]) for r in rows if r["status"] != "compile_only"]
     assert rows and not not_compiled, not_compiled

@@ -6,8 +6,10 @@ tensors (from_dlpack) and a CUstream; "tvm_ffi" compiles with --enable-tvm-ffi a
 torch tensors themselves, checked by compiled code at each call.
 
 Without a GPU the DSL targets sm_100a unless CUTE_DSL_ARCH is set before `import cutlass`; the
-compile-only workers set it to aot_target, so CI compiles every test case for the H100."""
-import os
+compile-only workers set it to aot_target, so CI compiles every test case for the H100, and point
+CUTE_DSL_DUMP_DIR (also read at import) at a temporary directory for the cubins it keeps."""
+import atexit
+import shutil
 import tempfile
 
 from backends.base import Backend, Unavailable, torch_to_device, torch_to_host
@@ -49,7 +51,11 @@ class CuteDsl(Backend):
         return handle or 0
 
     def aot_environment(self, variant):
-        return {"CUTE_DSL_ARCH": self.aot_target}            # read once, at `import cutlass`
+        # both read once, at `import cutlass`; export's --keep-cubin writes every cubin to the dump
+        # directory, which would otherwise be the current one
+        dump = tempfile.mkdtemp(prefix="ways-cute-dsl-")
+        atexit.register(shutil.rmtree, dump, ignore_errors=True)
+        return {"CUTE_DSL_ARCH": self.aot_target, "CUTE_DSL_DUMP_DIR": dump}
 
     def export(self, problem, case, variant):
         """The case's kernel compiled for aot_target from CPU tensors of the case's shapes."""
@@ -63,10 +69,8 @@ class CuteDsl(Backend):
                   for k, v in spec.make_inputs(case, 0).items()}
         outputs = {k: torch_to_device(poison(shape, dt), dt, "cpu")
                    for k, (shape, dt) in spec.output_spec(case).items()}
-        with tempfile.TemporaryDirectory() as dump:
-            os.environ["CUTE_DSL_DUMP_DIR"] = dump           # --keep-cubin writes there, must exist
-            compiled, _ = module.compile_case(case, inputs, outputs, variant, options="--keep-cubin")
-            return bytes(compiled.__cubin__)
+        compiled, _ = module.compile_case(case, inputs, outputs, variant, options="--keep-cubin")
+        return bytes(compiled.__cubin__)
 
 
 def launcher(compiled, cute_args, torch_args, stream, variant):
