@@ -113,13 +113,8 @@ def loc_vs_peak(doc: dict, out: Path) -> list[Path]:
     """Lines of code against the best % of peak over the implementation's bench cases, one panel
     per problem."""
     plt = _plt()
-    best: dict[tuple[str, str], tuple[int, float]] = {}
-    for rows in _timed(doc).values():
-        for r in rows:
-            pct, loc = r["timing"].get("pct_of_peak"), (r.get("loc") or {}).get("total")
-            key = (r["problem"], impl_label(r))
-            if pct is not None and loc and (key not in best or pct > best[key][1]):
-                best[key] = (loc, pct)
+    best = {key: (s["loc"]["total"], s["best_pct"]) for key, s in per_impl(doc["records"]).items()
+            if s["best_pct"] is not None and s["loc"].get("total")}
     if not best:
         return []
     problems = sorted({p for p, _ in best})

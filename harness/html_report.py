@@ -9,7 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from harness import loc
-from harness.report import fmt, impl_label, markdown, per_impl
+from harness.report import fmt, impl_label, per_impl, title
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -106,11 +106,6 @@ def _sources(problem: str, rows: list[dict], formatter) -> str:
     from pygments import highlight
     from pygments.lexers import PythonLexer
     stats = per_impl(rows)
-    best = defaultdict(lambda: None)
-    for r in rows:
-        pct = (r.get("timing") or {}).get("pct_of_peak")
-        if pct is not None and (best[impl_label(r)] is None or pct > best[impl_label(r)]):
-            best[impl_label(r)] = pct
     cards = []
     for backend in sorted({r["backend"] for r in rows}):
         path = ROOT / "backends" / backend / f"{problem}.py"
@@ -121,7 +116,7 @@ def _sources(problem: str, rows: list[dict], formatter) -> str:
         for label in labels:
             s = stats[(problem, label)]
             lines.append(f"{label}: compile {fmt(s['compile'].get('cold_s'))} s cold / "
-                         f"{fmt(s['compile'].get('warm_s'))} s warm; best {fmt(best[label], '.1f')}% of peak")
+                         f"{fmt(s['compile'].get('warm_s'))} s warm; best {fmt(s['best_pct'], '.1f')}% of peak")
         size = loc.count_implementation(path)
         files = [path, *loc.private_imports(path)]
         code = "".join(f"<div class=file>{html.escape(str(f.relative_to(ROOT)))}</div>"
@@ -134,12 +129,12 @@ def _sources(problem: str, rows: list[dict], formatter) -> str:
 def render(doc: dict, figures: list[Path]) -> str:
     from pygments.formatters import HtmlFormatter
     formatter = HtmlFormatter(cssclass="highlight")
-    title = markdown(doc).splitlines()[0].lstrip("# ")
+    heading = title(doc)
     by_problem = defaultdict(list)
     for r in doc["records"]:
         by_problem[r["problem"]].append(r)
     svgs = {p.stem: p for p in figures if p.suffix == ".svg"}
-    parts = [f"<h1>{html.escape(title)}</h1>",
+    parts = [f"<h1>{html.escape(heading)}</h1>",
              f"<p>Run {html.escape(doc['run']['id'])}, started {html.escape(doc['run'].get('started') or '')}"
              f"{'' if doc['run'].get('complete') else ' (incomplete)'}.</p>",
              "<h2>Environment</h2>", _environment(doc), "<h2>Overview</h2>"]
@@ -152,5 +147,5 @@ def render(doc: dict, figures: list[Path]) -> str:
                   if re.match(rf"{re.escape(problem)}-", name)]
         parts += ["<h3>Source, side by side</h3>", _sources(problem, rows, formatter)]
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
-            f"<title>{html.escape(title)}</title><style>{STYLE}{formatter.get_style_defs('.highlight')}</style>"
+            f"<title>{html.escape(heading)}</title><style>{STYLE}{formatter.get_style_defs('.highlight')}</style>"
             f"</head><body>{''.join(parts)}<script>{SORT_SCRIPT}</script></body></html>")

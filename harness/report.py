@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from harness.merge import gpu_name
+
 
 def fmt(x, spec=".3g") -> str:
     """A number for a table cell ("" for none)."""
@@ -19,14 +21,17 @@ def impl_label(r: dict) -> str:
 
 def per_impl(records: list[dict]) -> dict[tuple[str, str], dict]:
     """(problem, implementation) -> test-case tallies, worst error, compile figures, LOC, reasons,
-    longest build."""
+    longest build, best % of peak."""
     out: dict[tuple[str, str], dict] = {}
     for r in records:
         row = out.setdefault((r["problem"], impl_label(r)), {"counts": defaultdict(int), "worst": None,
                                                              "compile": r.get("compile") or {},
                                                              "loc": r.get("loc") or {}, "notes": [],
-                                                             "first_build_s": 0.0})
+                                                             "first_build_s": 0.0, "best_pct": None})
         row["counts"][r["status"]] += 1
+        pct = (r.get("timing") or {}).get("pct_of_peak") if r["status"] == "ok" else None
+        if pct is not None and (row["best_pct"] is None or pct > row["best_pct"]):
+            row["best_pct"] = pct
         # the longest build in the run: the cold one, where a run skipped the compile processes
         row["first_build_s"] = max(row["first_build_s"], r["build_s"] or 0.0)
         if r.get("max_rel_err") is not None and r["status"] == "ok":
@@ -103,16 +108,19 @@ def headline(doc: dict) -> list[str]:
     return lines + [""] if len(lines) > 3 else []
 
 
+def title(doc: dict) -> str:
+    """'ways results: GPU', naming every GPU of a merged document."""
+    gpus = dict.fromkeys(m["gpu"] for m in doc["run"].get("merged_from") or []) or [gpu_name(doc)]
+    return "ways results: " + " + ".join(gpus)
+
+
 def markdown(doc: dict) -> str:
     env = doc["environment"]
-    dev = env.get("device") or {}
     gpus = env.get("gpus") or []
-    gpu_name = " + ".join(dict.fromkeys(m["gpu"] for m in doc["run"].get("merged_from") or [])) \
-        or dev.get("name") or (gpus[0]["name"] if gpus else "no GPU")
     driver = f", driver {gpus[0]['driver']} (CUDA {gpus[0]['driver_cuda']})" if gpus else ""
     versions = ", ".join(f"{k} {v}" for k, v in env.get("versions", {}).items())
     commits = env.get("git_commit") or "not recorded"
-    lines = [f"# ways results: {gpu_name}", "",
+    lines = [f"# {title(doc)}", "",
              f"Run {doc['run']['id']}, started {doc['run']['started']}"
              f"{'' if doc['run'].get('complete') else ' (incomplete: interrupted)'}"
              f"{', ' + str(doc['run'].get('duration_s')) + ' s' if doc['run'].get('duration_s') else ''};"
