@@ -75,6 +75,14 @@ class Backend:
         """Device array -> NumPy in storage form (bfloat16 as its uint16 bits), dtype kept."""
         raise NotImplementedError
 
+    def overwrite(self, dst, host: np.ndarray, dtype: str, variant: str) -> None:
+        """Write `host` (storage form) into the existing array `dst`, in place: the harness changes
+        the inputs under a built implementation to see that run() reads them on every call.
+        NumPy arrays here; a backend with other arrays overrides it."""
+        if not isinstance(dst, np.ndarray):
+            raise NotImplementedError(f"{type(self).__name__}.overwrite() cannot write a {type(dst).__name__}")
+        np.copyto(dst, host)
+
     def search_paths(self, variant: str) -> dict[str, str]:
         """Entries to put in front of PATH-like variables (PATH, PYTHONPATH) in this backend's
         worker processes only: a toolchain that must not reach the other backends."""
@@ -188,9 +196,25 @@ class NumbaBackend(Backend):
     def to_host(self, x, variant):
         return x.copy_to_host()
 
+    def overwrite(self, dst, host, dtype, variant):
+        dst.copy_to_device(np.ascontiguousarray(host))
+
     def stream(self, handle, variant):
         from numba import cuda
         return cuda.default_stream() if handle is None else cuda.external_stream(handle)
+
+
+class TorchArrays:
+    """Mixin for backends whose arrays are torch tensors on the backend's device ('cuda' or 'cpu')."""
+
+    def to_device(self, a, dtype, variant):
+        return torch_to_device(a, dtype, self.device(variant))
+
+    def to_host(self, x, variant):
+        return torch_to_host(x)
+
+    def overwrite(self, dst, host, dtype, variant):
+        dst.copy_(torch_to_device(host, dtype, "cpu"))
 
 
 def torch_to_device(a: np.ndarray, dtype: str, device: str):
@@ -207,6 +231,11 @@ def torch_to_host(x) -> np.ndarray:
     if x.dtype == torch.bfloat16:
         return x.view(torch.int16).cpu().numpy().view(np.uint16)
     return x.cpu().numpy()
+
+
+def cupy_overwrite(dst, host: np.ndarray) -> None:
+    """Copy `host` into the CuPy array `dst` in place (bfloat16 through its uint16 bits)."""
+    dst.view(host.dtype).set(np.ascontiguousarray(host))
 
 
 def torch_stream(handle: int):

@@ -1,4 +1,8 @@
-"""The device a worker runs on: for CUDA, one stream (cuda.core) that every backend launches on."""
+"""The device a worker runs on: for CUDA, one stream (cuda.core) that every backend launches on.
+
+sync() waits for the whole device, not just that stream: a backend's library may upload or launch
+on a stream of its own (CuPy's current stream, a tool's internal one), and a check that waited on
+ours alone could read an output before the kernel wrote it, or poison land after it."""
 from __future__ import annotations
 
 
@@ -25,7 +29,7 @@ class CudaDevice:
         self.handle = int(self.stream.handle)
 
     def sync(self) -> None:
-        self.stream.sync()
+        self.device.sync()
 
     def properties(self) -> dict:
         p = self.device.properties

@@ -7,6 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from harness.report import impl_label, per_impl
+from harness.results import flag
 
 
 def _plt():
@@ -35,13 +36,15 @@ def _timed(doc: dict) -> dict[tuple[str, str], list[dict]]:
 
 
 def bench_case(problem: str, case: str, rows: list[dict], out: Path) -> list[Path]:
-    """Cold device time (left) and % of peak (right), one bar per implementation, fastest on top."""
+    """Cold device time (left) and % of peak in both timing modes (right), one bar per
+    implementation, fastest on top; a flagged row says so in its label and is drawn in red."""
     plt = _plt()
     rows = sorted(rows, key=lambda r: -r["timing"]["device_ms_cold"])
-    labels = [impl_label(r) for r in rows]
+    labels = [impl_label(r) + (f" ({flag(r).upper()})" if flag(r) else "") for r in rows]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 0.35 * len(rows) + 1.2), sharey=True)
-    left.barh(labels, [r["timing"]["device_ms_cold"] for r in rows], color="#4c72b0")
-    left.set_xlabel("device time, cold (ms)")
+    left.barh(labels, [r["timing"]["device_ms_cold"] for r in rows],
+              color=["#c0392b" if flag(r) else "#4c72b0" for r in rows])
+    left.set_xlabel("device time, cold: L2 flushed, gaps (ms)")
     if max(r["timing"]["device_ms_cold"] for r in rows) > 20 * min(r["timing"]["device_ms_cold"] for r in rows):
         from matplotlib.ticker import LogFormatter
         left.set_xscale("log")
@@ -49,12 +52,16 @@ def bench_case(problem: str, case: str, rows: list[dict], out: Path) -> list[Pat
         left.xaxis.set_minor_formatter(LogFormatter(labelOnlyBase=True))
     for y, r in enumerate(rows):
         left.text(r["timing"]["device_ms_cold"], y, f" {r['timing']['device_ms_cold']:.3g}", va="center", fontsize=8)
-    pct = [r["timing"].get("pct_of_peak") or 0.0 for r in rows]
-    right.barh(labels, pct, color="#55a868")
+    ys = range(len(rows))
+    for mode, key, shift, color in (("cold", "pct_of_peak", -0.2, "#55a868"),
+                                    ("sustained", "pct_of_peak_sustained", 0.2, "#8172b2")):
+        pct = [r["timing"].get(key) or 0.0 for r in rows]
+        right.barh([y + shift for y in ys], pct, height=0.4, color=color, label=mode)
+        for y, v in zip(ys, pct, strict=True):
+            right.text(v, y + shift, f" {v:.0f}", va="center", fontsize=7)
     right.axvline(100, color="grey", lw=0.8, ls="--")
-    right.set_xlabel("% of peak (copy bandwidth, or cuBLAS for GEMM)")
-    for y, v in enumerate(pct):
-        right.text(v, y, f" {v:.0f}", va="center", fontsize=8)
+    right.set_xlabel("% of peak (copy bandwidth, or cuBLAS for GEMM, same mode)")
+    right.legend(loc="lower right", fontsize=8)
     fig.suptitle(f"{problem} {case}")
     return _save(fig, out, f"{problem}-{case}")
 

@@ -9,7 +9,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from harness import loc
-from harness.report import fmt, impl_label, per_impl, title
+from harness.report import clock_pair, fmt, impl_label, pct_pair, per_impl, time_pair, title
+from harness.results import flag, flag_note
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,6 +26,7 @@ figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
 .source header { background: #f3f3f3; padding: 6px 8px; font-size: 13px; }
 .source .highlight { margin: 0; max-height: 640px; overflow: auto; font-size: 12px; }
 .source pre { margin: 0; padding: 6px 8px; } .file { color: #666; font-family: monospace; }
+.flag { background: #c0392b; color: #fff; border-radius: 3px; padding: 0 5px; font-weight: 600; }
 """
 
 SORT_SCRIPT = """
@@ -52,10 +54,24 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
 """
 
 
+class Markup(str):
+    """A table cell that is HTML already (not escaped)."""
+
+
+def _cell(c) -> str:
+    return c if isinstance(c, Markup) else html.escape(str(c))
+
+
+def _badge(r: dict) -> Markup:
+    """The row's integrity flag as a badge, its reason as the tooltip."""
+    return Markup(f"<span class=flag title='{html.escape(flag_note(r), quote=True)}'>{flag(r).upper()}</span>"
+                  if flag(r) else "")
+
+
 def _table(header: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td class=num>{html.escape(str(c))}</td>" if i in numeric
-                                    else f"<td>{html.escape(str(c))}</td>" for i, c in enumerate(row)) + "</tr>"
+    body = "".join("<tr>" + "".join(f"<td class=num>{_cell(c)}</td>" if i in numeric
+                                    else f"<td>{_cell(c)}</td>" for i, c in enumerate(row)) + "</tr>"
                    for row in rows)
     return f"<table class=sortable><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -82,12 +98,12 @@ def _environment(doc: dict) -> str:
 def _timed_table(rows: list[dict]) -> str:
     timed = sorted((r for r in rows if r.get("timing")),
                    key=lambda r: (r["case"], r["timing"].get("device_ms_cold") or float("inf")))
-    body = [[r["case"], impl_label(r), fmt(r["timing"].get("device_ms_cold"), ".4g"),
-             fmt(r["timing"].get("device_ms_warm"), ".4g"), fmt(r["timing"].get("host_ms"), ".4g"),
+    body = [[r["case"], impl_label(r), time_pair(r["timing"]), fmt(r["timing"].get("host_ms"), ".4g"),
              f"{fmt(r['timing'].get('achieved'), '.4g')} {r['timing'].get('unit') or ''}",
-             fmt(r["timing"].get("pct_of_peak"), ".1f")] for r in timed]
-    return _table(["case", "implementation", "cold ms", "warm ms", "host ms", "achieved", "% of peak"], body,
-                  {2, 3, 4, 6}) if body else ""
+             pct_pair(r["timing"]), clock_pair(r["timing"]), _badge(r)] for r in timed]
+    return _table(["case", "implementation", "device ms cold / sustained", "host ms", "achieved (cold)",
+                   "% of peak cold / sustained", "SM MHz cold / sustained", "flag"], body,
+                  {2, 3, 4, 5, 6}) if body else ""
 
 
 def _impl_table(rows: list[dict]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from harness.merge import gpu_name
+from harness.results import flag, flag_note
 
 
 def fmt(x, spec=".3g") -> str:
@@ -19,26 +20,48 @@ def impl_label(r: dict) -> str:
     return f"{base} @ {tag}" if tag else base
 
 
+def mode_pair(t: dict, cold_key: str, sustained_key: str, spec: str) -> str:
+    """'cold / sustained' of one figure, e.g. '1.39 / 1.6' (the cold one alone where a run has no
+    sustained figure: a host timer, or a run from before the mode existed)."""
+    cold, sus = t.get(cold_key), t.get(sustained_key)
+    return fmt(cold, spec) if sus is None else f"{fmt(cold, spec)} / {fmt(sus, spec)}"
+
+
+def time_pair(t: dict) -> str:
+    return mode_pair(t, "device_ms_cold", "device_ms_sustained", ".4g")
+
+
+def pct_pair(t: dict) -> str:
+    return mode_pair(t, "pct_of_peak", "pct_of_peak_sustained", ".1f")
+
+
+def clock_pair(t: dict) -> str:
+    """Mean SM clock (MHz) in the cold and the sustained samples."""
+    cold, sus = (t.get("cold") or {}).get("sm_clock_mhz"), (t.get("sustained") or {}).get("sm_clock_mhz")
+    return "" if cold is None and sus is None else f"{fmt(cold, '.0f')} / {fmt(sus, '.0f')}"
+
+
 def per_impl(records: list[dict]) -> dict[tuple[str, str], dict]:
     """(problem, implementation) -> test-case tallies, worst error, compile figures, LOC, reasons,
-    longest build, best % of peak."""
+    longest build, best % of peak (cold, and sustained) over the rows that count (see flag())."""
     out: dict[tuple[str, str], dict] = {}
     for r in records:
         row = out.setdefault((r["problem"], impl_label(r)), {"counts": defaultdict(int), "worst": None,
                                                              "compile": r.get("compile") or {},
                                                              "loc": r.get("loc") or {}, "notes": [],
-                                                             "first_build_s": 0.0, "best_pct": None})
+                                                             "first_build_s": 0.0, "best_pct": None,
+                                                             "best_pct_sustained": None})
         row["counts"][r["status"]] += 1
-        pct = (r.get("timing") or {}).get("pct_of_peak") if r["status"] == "ok" else None
-        if pct is not None and (row["best_pct"] is None or pct > row["best_pct"]):
-            row["best_pct"] = pct
+        for key in ("best_pct", "best_pct_sustained"):
+            pct = (r.get("timing") or {}).get(key.replace("best_pct", "pct_of_peak")) if not flag(r) else None
+            if pct is not None and (row[key] is None or pct > row[key]):
+                row[key] = pct
         # the longest build in the run: the cold one, where a run skipped the compile processes
         row["first_build_s"] = max(row["first_build_s"], r["build_s"] or 0.0)
         if r.get("max_rel_err") is not None and r["status"] == "ok":
             row["worst"] = max(row["worst"] or 0.0, r["max_rel_err"])
-        last = (r["error"] or "").strip().splitlines()[-1:]
         note = r["reason"] if r["status"] in ("unavailable", "not_applicable") else \
-            (f"{r['case']}: {last[0]}" if last else "")
+            (f"{r['case']}: {flag_note(r)}" if flag(r) else "")
         if note and note not in row["notes"]:
             row["notes"].append(note)
     return out
@@ -84,11 +107,18 @@ def _peaks(doc: dict) -> list[str]:
 
 def headline(doc: dict) -> list[str]:
     """Per problem, one row per implementation: its time on the problem's first bench case (else on
-    its first timed bench case), % of peak, compile cold / warm and LOC."""
+    its first timed bench case) in both timing modes, % of peak, compile cold / warm, LOC and its
+    integrity flag (a flagged row is shown, never counted as a best)."""
     import problems
     stats = per_impl(doc["records"])
-    lines = ["## Headline", "", "| problem | implementation | case | device ms | achieved | % of peak |"
-             " compile cold / warm s | LOC |", "|---|---|---|---:|---:|---:|---:|---:|"]
+    lines = ["## Headline", "", "Device time and % of peak in both timing modes: **cold** (L2 flushed before each "
+             "sample, the GPU idle between samples, so it runs at its boost clock) / **sustained** (back-to-back "
+             "calls for about a second, no flush: the clock a power-bound kernel settles at). They differ most "
+             "for compute-bound cases (large GEMMs run at the power limit); % of peak compares each mode with "
+             "the reference measured the same way. The SM clock column gives the mean MHz of each.", "",
+             "| problem | implementation | case | device ms cold / sustained | achieved (cold) |"
+             " % of peak cold / sustained | SM MHz cold / sustained | compile cold / warm s | LOC | flag |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for problem in sorted({r["problem"] for r in doc["records"]}):
         order = [c.name for c in problems.get(problem).cases() if c.kind == "bench"]
         timed = defaultdict(list)
@@ -101,11 +131,15 @@ def headline(doc: dict) -> list[str]:
             t, s = r["timing"], stats[(problem, label)]
             compile_cell = (f"{fmt(s['compile'].get('cold_s'))} / {fmt(s['compile'].get('warm_s'))}"
                             if s["compile"].get("cold_s") else f"first build {fmt(s['first_build_s'])}")
-            lines.append(f"| {problem} | {label} | {r['case']} | {fmt(t['device_ms_cold'], '.4g')} | "
+            lines.append(f"| {problem} | {label} | {r['case']} | {time_pair(t)} | "
                          f"{fmt(t.get('achieved'), '.4g')} {t.get('unit') or ''} | "
-                         f"{fmt(t.get('pct_of_peak'), '.1f')} | "
-                         f"{compile_cell} | {fmt(s['loc'].get('total'), 'd')} |")
-    return lines + [""] if len(lines) > 3 else []
+                         f"{pct_pair(t)} | {clock_pair(t)} | "
+                         f"{compile_cell} | {fmt(s['loc'].get('total'), 'd')} | {_flag_cell(r)} |")
+    return lines + [""] if len(lines) > 5 else []
+
+
+def _flag_cell(r: dict) -> str:
+    return f"**{flag(r).upper()}**" if flag(r) else ""
 
 
 def title(doc: dict) -> str:
@@ -143,19 +177,20 @@ def markdown(doc: dict) -> str:
         lines += [f"## {problem}", ""]
         timed = [r for r in rows if r.get("timing")]
         if timed:
-            lines += ["| case | implementation | device ms cold (IQR) | warm ms | host ms | launch µs | achieved |"
-                      " % of peak | % of theoretical | engine |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+            lines += ["| case | implementation | device ms cold (IQR) | sustained ms | SM MHz cold / sustained |"
+                      " host ms | launch µs | achieved (cold) | % of peak cold / sustained | % of theoretical |"
+                      " engine | flag |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
             for r in sorted(timed, key=lambda r: (r["case"], impl_label(r))):
                 t = r["timing"]
                 cold = t.get("cold") or {}
                 iqr = (f" ({fmt(cold.get('q1_ms'), '.4g')}–{fmt(cold.get('q3_ms'), '.4g')})"
                        if cold.get("q1_ms") else "")
                 lines.append(f"| {r['case']} | {impl_label(r)} | {fmt(t.get('device_ms_cold'), '.4g')}{iqr} | "
-                             f"{fmt(t.get('device_ms_warm'), '.4g')} | {fmt(t.get('host_ms'), '.4g')} | "
-                             f"{fmt(t.get('launch_us'), '.3g')} | "
+                             f"{fmt(t.get('device_ms_sustained'), '.4g')} | {clock_pair(t)} | "
+                             f"{fmt(t.get('host_ms'), '.4g')} | {fmt(t.get('launch_us'), '.3g')} | "
                              f"{fmt(t.get('achieved'), '.4g')} {t.get('unit') or ''} | "
-                             f"{fmt(t.get('pct_of_peak'), '.1f')} | {fmt(t.get('pct_of_theoretical'), '.1f')} | "
-                             f"{t.get('engine', '')}{' (suspect)' if t.get('suspect') else ''} |")
+                             f"{pct_pair(t)} | {fmt(t.get('pct_of_theoretical'), '.1f')} | "
+                             f"{t.get('engine', '')} | {_flag_cell(r)} |")
             lines.append("")
         lines += ["| implementation | ok | compile only | not applicable | wrong | failed | unavailable |"
                   " worst rel err | compile cold s | compile warm s | first call s | LOC (kernel) |",

@@ -14,7 +14,8 @@ STATUSES = ("ok", "wrong", "failed", "unavailable", "not_applicable", "compile_o
 CSV_COLUMNS = ("problem", "case", "kind", "dtype", "backend", "variant", "status", "reason",
                "compile_cold_s", "compile_warm_s", "first_call_s", "loc", "kernel_loc",
                "device_ms_cold", "device_ms_warm", "host_ms", "achieved", "unit", "pct_of_peak",
-               "max_rel_err")
+               "max_rel_err", "device_ms_sustained", "pct_of_peak_sustained", "sm_clock_mhz_cold",
+               "sm_clock_mhz_sustained", "flag", "flag_reason")
 
 
 def new_record(problem: str, case, backend: str, variant: str) -> dict:
@@ -75,6 +76,29 @@ def merge(lines: list[dict]) -> dict:
     return doc
 
 
+def flag(r: dict) -> str:
+    """The integrity flag every view shows beside a timed row: its status where it is not ok, or
+    'suspect' where roofline found the figure unbelievable; "" for a row that counts."""
+    if r["status"] != "ok":
+        return r["status"]
+    return "suspect" if (r.get("timing") or {}).get("suspect") else ""
+
+
+def flag_note(r: dict) -> str:
+    """The flag and why, for notes and tooltips."""
+    why = (r.get("timing") or {}).get("suspect") if r["status"] == "ok" else error_line(r["error"])
+    return f"{flag(r)}: {why}" if flag(r) else ""
+
+
+def error_line(error: str) -> str:
+    """What happened, in one line: the first line of the lab's own messages, the last line (the
+    exception) of a Python traceback."""
+    lines = (error or "").strip().splitlines()
+    if not lines:
+        return ""
+    return lines[-1] if lines[0].startswith("Traceback") else lines[0]
+
+
 def csv_row(r: dict) -> dict:
     comp = r.get("compile") or {}
     loc = r.get("loc") or {}
@@ -86,7 +110,11 @@ def csv_row(r: dict) -> dict:
            "loc": loc.get("total"), "kernel_loc": loc.get("kernel"),
            "device_ms_cold": t.get("device_ms_cold"), "device_ms_warm": t.get("device_ms_warm"),
            "host_ms": t.get("host_ms"), "achieved": t.get("achieved"), "unit": t.get("unit"),
-           "pct_of_peak": t.get("pct_of_peak"), "max_rel_err": r.get("max_rel_err")}
+           "pct_of_peak": t.get("pct_of_peak"), "max_rel_err": r.get("max_rel_err"),
+           "device_ms_sustained": t.get("device_ms_sustained"), "pct_of_peak_sustained": t.get("pct_of_peak_sustained"),
+           "sm_clock_mhz_cold": (t.get("cold") or {}).get("sm_clock_mhz"),
+           "sm_clock_mhz_sustained": (t.get("sustained") or {}).get("sm_clock_mhz"),
+           "flag": flag(r), "flag_reason": flag_note(r).partition(": ")[2]}
     return {k: "" if v is None else v for k, v in row.items()}
 
 

@@ -6,7 +6,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.report import impl_label, per_impl
+from harness.report import clock_pair, impl_label, pct_pair, per_impl, time_pair
+from harness.results import flag, flag_note
 
 
 def _f(x, spec):
@@ -17,14 +18,17 @@ def print_summary(doc: dict) -> None:
     console = Console(width=None if sys.stdout.isatty() else 160)
     timed = [r for r in doc["records"] if r.get("timing")]
     if timed:
-        table = Table(title="timed (bench) cases")
-        for col in ("problem", "case", "implementation", "cold ms", "warm ms", "host ms", "achieved", "% peak"):
-            table.add_column(col, justify="left" if col in ("problem", "case", "implementation") else "right")
+        table = Table(title="timed (bench) cases: cold (L2 flushed, gaps) / sustained (back to back)")
+        for col in ("problem", "case", "implementation", "device ms", "host ms", "achieved", "% peak", "SM MHz",
+                    "flag"):
+            table.add_column(col, justify="left" if col in ("problem", "case", "implementation", "flag") else "right")
         for r in sorted(timed, key=lambda r: (r["problem"], r["case"], impl_label(r))):
             t = r["timing"]
-            table.add_row(r["problem"], r["case"], escape(impl_label(r)), _f(t.get("device_ms_cold"), ".4g"),
-                          _f(t.get("device_ms_warm"), ".4g"), _f(t.get("host_ms"), ".4g"),
-                          f"{_f(t.get('achieved'), '.4g')} {t.get('unit') or ''}", _f(t.get("pct_of_peak"), ".1f"))
+            table.add_row(r["problem"], r["case"], escape(impl_label(r)),
+                          time_pair(t), _f(t.get("host_ms"), ".4g"),
+                          f"{_f(t.get('achieved'), '.4g')} {t.get('unit') or ''}",
+                          pct_pair(t), clock_pair(t),
+                          f"[bold red]{flag(r).upper()}[/]" if flag(r) else "")
         console.print(table)
     table = Table(title="correctness, compile time, size")
     for col in ("problem", "implementation", "ok", "compile only", "n/a", "wrong", "failed", "worst rel err",
@@ -44,7 +48,6 @@ def print_summary(doc: dict) -> None:
     for label, reason in skipped.items():
         console.print(escape(f"skipped {label}: {reason}"))
     for r in doc["records"]:
-        if r["status"] in ("wrong", "failed"):
-            last = (r["error"] or "").strip().splitlines()
-            console.print(f"[red]{r['status']}[/] " + escape(f"{impl_label(r)} {r['problem']} {r['case']}: "
-                                                             f"{last[-1] if last else ''}"))
+        if flag(r) and r["status"] not in ("unavailable", "not_applicable", "compile_only"):
+            console.print(f"[red]{flag(r)}[/] " + escape(f"{impl_label(r)} {r['problem']} {r['case']}: "
+                                                         f"{flag_note(r).partition(': ')[2]}"))

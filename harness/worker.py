@@ -16,6 +16,7 @@ import pickle
 import sys
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,7 @@ import problems
 from backends.base import Unavailable
 from harness import nvbench_engine, results
 from harness.device import open_device
-from harness.timing import EventEngine, host_call_costs, host_engine, warm_up
+from harness.timing import WARMUP_S, EventEngine, host_call_costs, host_engine, sustained, warm_up
 from problems.base import Case, CheckError, decode, poison
 
 N_SEEDS = 3
@@ -61,7 +62,7 @@ class Session:
         return {k: self.backend.to_device(v, dtype, self.variant) if isinstance(v, np.ndarray) else v
                 for k, v in host.items()}
 
-    def prepare(self, problem, case: Case, seed: int, cache: Path | None = None):
+    def prepare(self, problem, case: Case, seed: int, cache: Path | None = None) -> Built:
         """Fresh inputs, the reference, poisoned outputs, and the implementation built on them."""
         host_inputs, ref = case_data(problem, case, seed, cache)
         inputs = self.upload(host_inputs, case.dtype)
@@ -76,10 +77,12 @@ class Session:
             run = build(case, inputs, outputs, self.stream, **extra)
             self.device.sync()
             build_s = time.perf_counter() - t0
-        return run, inputs, outputs, ref, build_s
+        return Built(run, host_inputs, inputs, outputs, ref, build_s)
 
     def call(self, run, outputs: dict) -> tuple[dict, float]:
-        """One synchronized call; the outputs it wrote (or returned) and its wall time."""
+        """One call, the whole device synchronized before and after; the outputs it wrote (or
+        returned) and its wall time."""
+        self.device.sync()
         with self.backend.stream_context(self.stream, self.variant):
             t0 = time.perf_counter()
             returned = run()
@@ -87,8 +90,40 @@ class Session:
             elapsed = time.perf_counter() - t0
         return (returned if returned is not None else outputs), elapsed
 
+    def negate_inputs(self, problem, case: Case, b: Built) -> dict:
+        """Write the negated inputs into the arrays `b.run` was built on; their reference."""
+        host, ref = problem.negated(case, b.host_inputs, b.ref)
+        self.device.sync()
+        for name in problem.linear_inputs:
+            self.backend.overwrite(b.inputs[name], host[name], case.dtype, self.variant)
+        self.device.sync()
+        b.host_inputs, b.ref = host, ref
+        return ref
+
+    def changed_inputs(self, b: Built) -> str | None:
+        """None, or which input arrays a call modified (an implementation must leave them be)."""
+        changed = []
+        for name, dev in b.inputs.items():
+            if isinstance(b.host_inputs[name], np.ndarray):
+                now = self.backend.to_host(dev, self.variant)
+                if not np.array_equal(now, b.host_inputs[name]):
+                    changed.append(f"{name!r} ({int(np.sum(now != b.host_inputs[name]))} elements)")
+        return f"run() modified its input {', '.join(changed)}" if changed else None
+
     def fetch(self, arrays: dict) -> dict:
         return {k: self.backend.to_host(v, self.variant) for k, v in arrays.items()}
+
+
+@dataclass
+class Built:
+    """An implementation built on one set of inputs: its run(), the inputs (host and device),
+    the poisoned outputs, the reference and the build time."""
+    run: object
+    host_inputs: dict
+    inputs: dict
+    outputs: dict
+    ref: dict
+    build_s: float
 
 
 def case_data(problem, case: Case, seed: int, cache: Path | None):
@@ -111,28 +146,53 @@ def case_data(problem, case: Case, seed: int, cache: Path | None):
     return data
 
 
+def checked(s: Session, problem, case: Case, rec: dict, got: dict, ref: dict, when: str) -> dict | None:
+    """Compare outputs with the reference: on a mismatch mark `rec` wrong (saying when) and return
+    None; else keep the worst errors, mark it ok and return the outputs on the host."""
+    host = s.fetch(got)
+    try:
+        res = problem.check(host, ref, case)
+    except CheckError as bad:
+        rec.update(status="wrong", error=f"{when}: {bad}",
+                   max_abs_err=results.finite_or_none(bad.result.max_abs_err),
+                   max_rel_err=results.finite_or_none(bad.result.max_rel_err))
+        return None
+    rec.update(status="ok", max_abs_err=max(rec["max_abs_err"] or 0.0, res.max_abs_err),
+               max_rel_err=max(rec["max_rel_err"] or 0.0, res.max_rel_err))
+    return host
+
+
+def follows_new_inputs(s: Session, problem, case: Case, rec: dict, b: Built, when: str) -> bool:
+    """Negate the inputs in place under the built implementation and check one more call: a
+    result computed once and replayed (or a stale cache) comes out wrong here."""
+    ref = s.negate_inputs(problem, case, b)
+    got, _ = s.call(b.run, b.outputs)
+    return checked(s, problem, case, rec, got, ref, f"{when}, on new values written into the same input arrays") \
+        is not None
+
+
 def check_case(s: Session, problem, case: Case, rec: dict, scratch: Path | None) -> None:
-    """Every seed: fresh inputs, poisoned outputs, build, one call, compare. Fills `rec`."""
+    """Every seed: fresh inputs, poisoned outputs, build, one call, compare; on the first seed also
+    that the call left its inputs alone and that a second call follows new input values."""
     seeds = [case.seed + i for i in range(N_SEEDS if case.kind == "test" else 1)]
-    worst_abs = worst_rel = 0.0
     for i, seed in enumerate(seeds):
-        run, _, outputs, ref, build_s = s.prepare(problem, case, seed, scratch)
-        got, first_call = s.call(run, outputs)
-        host = s.fetch(got)
+        b = s.prepare(problem, case, seed, scratch)
+        got, first_call = s.call(b.run, b.outputs)
         if i == 0:
-            rec["build_s"], rec["first_call_s"] = build_s, first_call
+            rec["build_s"], rec["first_call_s"] = b.build_s, first_call
         rec["seeds"].append(seed)
-        try:
-            res = problem.check(host, ref, case)
-        except CheckError as bad:
-            rec.update(status="wrong", error=f"seed {seed}: {bad}",
-                       max_abs_err=results.finite_or_none(bad.result.max_abs_err),
-                       max_rel_err=results.finite_or_none(bad.result.max_rel_err))
+        host = checked(s, problem, case, rec, got, b.ref, f"seed {seed}")
+        if host is None:
             return
-        worst_abs, worst_rel = max(worst_abs, res.max_abs_err), max(worst_rel, res.max_rel_err)
-        if i == 0 and scratch is not None:
-            save_for_crosscheck(scratch, problem, case, s, host)
-    rec.update(status="ok", max_abs_err=worst_abs, max_rel_err=worst_rel)
+        if i == 0:
+            if scratch is not None:
+                save_for_crosscheck(scratch, problem, case, s, host)
+            changed = s.changed_inputs(b)
+            if changed:
+                rec.update(status="wrong", error=f"seed {seed}: {changed}")
+                return
+            if not follows_new_inputs(s, problem, case, rec, b, f"seed {seed}"):
+                return
 
 
 def save_for_crosscheck(scratch: Path, problem, case: Case, s: Session, host: dict) -> None:
@@ -181,26 +241,31 @@ class Worker:
         try:
             if self.not_applicable(problem, case, rec):
                 return rec
-            run, _, outputs, ref, build_s = s.prepare(problem, case, case.seed, self.scratch)
-            got, first_call = s.call(run, outputs)
-            rec.update(build_s=build_s, first_call_s=first_call, seeds=[case.seed])
-            if not self._checked(problem, case, rec, got, ref, "before timing"):
+            b = s.prepare(problem, case, case.seed, self.scratch)
+            got, first_call = s.call(b.run, b.outputs)
+            rec.update(build_s=b.build_s, first_call_s=first_call, seeds=[case.seed])
+            if checked(s, problem, case, rec, got, b.ref, "before timing") is None:
                 return rec
             last = {}
 
             def timed():
-                last["out"] = run()
+                last["out"] = b.run()
 
+            on_gpu = s.device.kind == "cuda"
             with s.backend.stream_context(s.stream, s.variant):
-                warm_calls = warm_up(timed, s.device.sync) if s.device.kind == "cuda" else 0
+                warm_calls = warm_up(timed, s.device.sync) if on_gpu else 0
                 timing = measure(timed)
                 timing["warmup_calls"] = warm_calls
+                if on_gpu:
+                    timing["sustained"] = sustained(s.device, timed, WARMUP_S / max(warm_calls, 1))
+                    timing["device_ms_sustained"] = timing["sustained"]["median_ms"]
                 if "host_ms" not in timing:
                     timing.update(host_call_costs(timed, s.device.sync))
             s.device.sync()
             rec["timing"] = timing
-            self._checked(problem, case, rec, last["out"] if last.get("out") is not None else outputs,
-                          ref, "after timing")
+            if checked(s, problem, case, rec, last["out"] if last.get("out") is not None else b.outputs,
+                       b.ref, "after timing") is not None:
+                follows_new_inputs(s, problem, case, rec, b, "after timing")
             return rec
         except Exception:
             rec.update(status="failed", error=traceback.format_exc())
@@ -208,18 +273,6 @@ class Worker:
             return rec
         finally:
             s.backend.release(s.variant)
-
-    def _checked(self, problem, case, rec, got, ref, when) -> bool:
-        try:
-            res = problem.check(self.s.fetch(got), ref, case)
-        except CheckError as bad:
-            rec.update(status="wrong", error=f"{when}: {bad}",
-                       max_abs_err=results.finite_or_none(bad.result.max_abs_err),
-                       max_rel_err=results.finite_or_none(bad.result.max_rel_err))
-            return False
-        rec.update(status="ok", max_abs_err=max(rec["max_abs_err"] or 0.0, res.max_abs_err),
-                   max_rel_err=max(rec["max_rel_err"] or 0.0, res.max_rel_err))
-        return True
 
     def run_bench(self, bench) -> None:
         if self.s.device.kind == "cpu":
@@ -355,11 +408,11 @@ def compile_once(args) -> int:
     if case is None:
         print(json.dumps({"not_applicable": "no test case applies"}))
         return 0
-    run, _, outputs, _, build_s = s.prepare(problem, case, case.seed)
-    _, first_call = s.call(run, outputs)
+    b = s.prepare(problem, case, case.seed)
+    _, first_call = s.call(b.run, b.outputs)
     # an implementation may name parts of its build time (e.g. Triton's autotuning) on its run()
-    parts = getattr(run, "build_parts", {})
-    print(json.dumps({"case": case.name, "build_s": build_s, "first_call_s": first_call, "parts": parts}))
+    parts = getattr(b.run, "build_parts", {})
+    print(json.dumps({"case": case.name, "build_s": b.build_s, "first_call_s": first_call, "parts": parts}))
     return 0
 
 

@@ -66,6 +66,11 @@ def poison(shape: tuple[int, ...], dtype: str) -> np.ndarray:
     return encode(np.full(shape, np.nan, dtype=np.float32), dtype)
 
 
+def negate(stored: np.ndarray, dtype: str) -> np.ndarray:
+    """-values in storage form, exactly (a sign-bit flip; bfloat16's bits are uint16)."""
+    return stored ^ np.uint16(0x8000) if dtype == "bfloat16" else np.negative(stored)
+
+
 def uniform(rng: np.random.Generator, shape, dtype: str, low=-1.0, high=1.0) -> np.ndarray:
     """Random values already representable in `dtype`, in storage form (never zeros-only)."""
     values = rng.random(shape, dtype=np.float32)
@@ -129,6 +134,8 @@ class Problem:
     roofline = "memory"           # "memory": judged against copy bandwidth; "compute": against `vendor`
     vendor: tuple[str, ...] = ()  # implementations whose speed is the compute-bound reference
     max_elements = 2**34          # bigger shapes are refused as impossible for one GPU
+    # inputs whose sign flip flips every output (the problem is linear in them): see negated()
+    linear_inputs: tuple[str, ...] = ()
 
     # -- to override ----------------------------------------------------------------------
     def cases(self) -> list[Case]:
@@ -184,6 +191,13 @@ class Problem:
         if max(math.prod(s) for s in shapes) > self.max_elements:
             raise ValueError(f"shape {label} is too large (over {self.max_elements} elements in one array)")
         return case
+
+    def negated(self, case: Case, inputs: dict, ref: dict[str, Expected]) -> tuple[dict, dict[str, Expected]]:
+        """New inputs and their exact reference at the cost of one pass: every linear input
+        negated, so every output is too (rounding is symmetric). The harness writes them into the
+        arrays an implementation was built on, to see that run() reads its inputs each call."""
+        new = {k: negate(v, case.dtype) if k in self.linear_inputs else v for k, v in inputs.items()}
+        return new, {k: Expected(-e.value, e.bound, e.rows) for k, e in ref.items()}
 
     def check(self, out: dict[str, np.ndarray], ref: dict[str, Expected], case: Case) -> CheckResult:
         """Compare host outputs (storage form) with the reference.

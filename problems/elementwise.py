@@ -16,6 +16,7 @@ class Elementwise(Problem):
     dtypes = ("float32", "float16", "bfloat16")
     compile_case_name = "1001-float32"
     roofline = "memory"
+    linear_inputs = ("x", "y")
 
     def cases(self):
         test = [(1, "float32"), (7, "float32"), (1001, "float32"), (100003, "float32"),

@@ -22,6 +22,7 @@ class Gemm(Problem):
     dtypes = ("bfloat16", "float16", "float32")
     compile_case_name = "129x257x65-bfloat16"
     roofline = "compute"
+    linear_inputs = ("a",)
     vendor = ("array_api[torch]", "array_api[cupy]")   # cuBLAS: the % of peak reference
 
     def cases(self):

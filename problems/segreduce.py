@@ -17,6 +17,7 @@ class SegReduce(Problem):
     dtypes = ("float32", "float16", "bfloat16")
     compile_case_name = "64x1000-float32"
     roofline = "memory"
+    linear_inputs = ("x",)
 
     def cases(self):
         test = [(1, 1, "float32"), (1, 4097, "float32"), (64, 1000, "float32"), (1000, 1, "float32"),

@@ -42,3 +42,14 @@ def test_crash_hang_and_exception_are_contained(tmp_path, bad_backends, monkeypa
 def test_case_json_round_trip():
     c = Case("x", "test", "float32", {"n": 3}, 4)
     assert Case(**c.to_json()) == c
+
+
+def test_cheats_come_out_wrong(tmp_path, bad_backends):
+    """A result replayed from the first call, work done in build(), an input used as scratch."""
+    doc = run_lab(tmp_path, backends_=["cheat[numpy]"])
+    rows = [r for r in doc["records"] if r["status"] != "not_applicable"]
+    assert rows and all(r["status"] == "wrong" for r in rows), [(r["case"], r["status"]) for r in rows]
+    for problem in ("elementwise", "gemm"):
+        assert all("new values written into the same input arrays" in r["error"]
+                   for r in rows if r["problem"] == problem)
+    assert all("modified its input 'x'" in r["error"] for r in rows if r["problem"] == "segreduce")

@@ -115,3 +115,18 @@ def test_custom_case_validation(shape, msg):
 def test_work_counts():
     assert problems.get("gemm").work(problems.get("gemm").case("8192x8192x8192-bfloat16"))[1] == 2 * 8192**3
     assert problems.get("elementwise").work(problems.get("elementwise").case("7-float16"))[0] == 3 * 7 * 2
+
+
+@pytest.mark.parametrize("name", problems.names())
+def test_negated_inputs_give_the_negated_reference(name):
+    """The harness's refresh check relies on it: the problem is linear in `linear_inputs`."""
+    p = problems.get(name)
+    for case in [c for c in p.cases() if c.kind == "test"][:4]:
+        inputs = p.make_inputs(case, 3)
+        ref = p.reference(case, inputs)
+        new_inputs, new_ref = p.negated(case, inputs, ref)
+        direct = p.reference(case, new_inputs)
+        assert any(not np.array_equal(new_inputs[k], inputs[k]) for k in p.linear_inputs)
+        for out, e in new_ref.items():
+            np.testing.assert_array_equal(e.value, direct[out].value)
+            assert not np.array_equal(e.value, ref[out].value) or not np.any(ref[out].value)

@@ -65,11 +65,37 @@ def test_percent_of_peak_against_copy_and_vendor():
     assert seg["timing"]["pct_of_theoretical"] == pytest.approx(2700 / 3350 * 100)
     assert vendor["timing"]["pct_of_peak"] == pytest.approx(100.0)
     assert other["timing"]["pct_of_peak"] == pytest.approx(50.0) and other["timing"]["unit"] == "TFLOP/s"
-    assert "suspect" not in other["timing"]
+    assert other["timing"]["suspect"] is None and seg["timing"]["suspect"] is None
+
+
+def test_both_timing_modes_get_their_own_percent_of_peak():
+    refs = {"copy_bytes_per_s": 3.0e12, "copy_bytes_per_s_sustained": 2.9e12,
+            "theoretical": {"memory_bytes_per_s": 3.35e12, "flops_per_s": {"bfloat16": 1.07e15}}}
+    seg = _rec("segreduce", "c", "cupy", 1.0, int(2.7e9), 0)
+    seg["timing"]["device_ms_sustained"] = 1.0
+    vendor = _rec("gemm", "g", "torch", 2.0, 0, int(1.4e12))
+    vendor["timing"]["device_ms_sustained"] = 2.3           # power-bound: slower back to back
+    other = _rec("gemm", "g", "cupy", 4.0, 0, int(1.4e12))
+    other["timing"]["device_ms_sustained"] = 4.6
+    roofline.apply(_doc([seg, vendor, other], refs))
+    assert seg["timing"]["pct_of_peak_sustained"] == pytest.approx(2700 / 2900 * 100)
+    assert vendor["timing"]["pct_of_peak_sustained"] == pytest.approx(100.0)
+    assert other["timing"]["pct_of_peak_sustained"] == pytest.approx(50.0)
+    assert other["timing"]["achieved_sustained"] == pytest.approx(1.4e12 / 4.6e-3 / 1e12)
+    assert "sustained" in other["timing"]["peak_basis_sustained"]
 
 
 def test_faster_than_theoretical_is_flagged_suspect():
     refs = {"copy_bytes_per_s": 3.0e12, "theoretical": {"memory_bytes_per_s": 3.35e12, "flops_per_s": {}}}
     fast = _rec("elementwise", "e", "cupy", 1.0, int(4e9), 0)
     roofline.apply(_doc([fast], refs))
-    assert "suspect" in fast["timing"]
+    assert "theoretical" in fast["timing"]["suspect"]
+
+
+def test_well_beyond_the_measured_copy_is_flagged_suspect():
+    """A cached result copied out moves 2/3 of axpy's bytes: 150% of the copy, under the theoretical."""
+    refs = {"copy_bytes_per_s": 2.0e12, "theoretical": {"memory_bytes_per_s": 3.35e12, "flops_per_s": {}}}
+    cheat = _rec("elementwise", "e", "cupy", 1.0, int(3.0e9), 0)
+    honest = _rec("elementwise", "e", "torch", 1.0, int(2.04e9), 0)       # 102%: the best real rows
+    roofline.apply(_doc([cheat, honest], refs))
+    assert "copy" in cheat["timing"]["suspect"] and honest["timing"]["suspect"] is None

@@ -5,8 +5,8 @@ import importlib
 
 import numpy as np
 
-from backends.base import (Backend, StreamHandle, Unavailable, torch_stream, torch_stream_context, torch_to_device,
-                           torch_to_host)
+from backends.base import (Backend, StreamHandle, Unavailable, TorchArrays, cupy_overwrite, torch_stream,
+                           torch_stream_context, torch_to_device, torch_to_host)
 
 _TOOL = {"numpy": "numpy", "cupy": "cupy", "torch": "torch"}
 
@@ -62,6 +62,14 @@ class ArrayAPI(Backend):
         if variant == "torch":
             return torch_to_host(x)
         return (x.view("uint16") if x.dtype == _cupy_bfloat16() else x).get()
+
+    def overwrite(self, dst, host, dtype, variant):
+        if variant == "numpy":
+            np.copyto(dst, host)
+        elif variant == "torch":
+            TorchArrays.overwrite(self, dst, host, dtype, variant)
+        else:
+            cupy_overwrite(dst, host)
 
     def release(self, variant):
         if variant == "torch":

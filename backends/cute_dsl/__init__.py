@@ -12,10 +12,10 @@ import atexit
 import shutil
 import tempfile
 
-from backends.base import Backend, Unavailable, torch_to_device, torch_to_host
+from backends.base import Backend, TorchArrays, Unavailable, torch_to_device
 
 
-class CuteDsl(Backend):
+class CuteDsl(TorchArrays, Backend):
     variants = ("", "tvm_ffi")
     extra = "cute"
     distributions = ("nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-base", "apache-tvm-ffi", "torch")
@@ -40,12 +40,6 @@ class CuteDsl(Backend):
         from harness import gpu
         found = gpu.gpus()
         return f"sm_{found[0]['compute_capability'].replace('.', '')}a" if found else ""
-
-    def to_device(self, a, dtype, variant):
-        return torch_to_device(a, dtype, "cuda")
-
-    def to_host(self, x, variant):
-        return torch_to_host(x)
 
     def stream(self, handle, variant):
         return handle or 0

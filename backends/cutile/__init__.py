@@ -7,13 +7,13 @@ so they may live in a site of their own: WAYS_CUTILE_SITE names it, and only cuT
 it on their PYTHONPATH and PATH."""
 import os
 
-from backends.base import Backend, Unavailable, torch_to_device, torch_to_host
+from backends.base import Backend, TorchArrays, Unavailable
 from problems.base import DTYPES
 
 SITE_VAR = "WAYS_CUTILE_SITE"
 
 
-class CuTile(Backend):
+class CuTile(TorchArrays, Backend):
     extra = "cutile"
     aot_target = "sm_90"          # without a GPU (CI) each test case is still compiled, for the H100
     distributions = ("cuda-tile", "nvidia-cuda-tileiras", "nvidia-cuda-nvcc", "nvidia-nvvm", "torch")
@@ -30,12 +30,6 @@ class CuTile(Backend):
         import torch
         if not torch.cuda.is_available():
             raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
-
-    def to_device(self, a, dtype, variant):
-        return torch_to_device(a, dtype, "cuda")
-
-    def to_host(self, x, variant):
-        return torch_to_host(x)
 
     def stream(self, handle, variant):
         return handle or 0           # ct.launch takes a raw CUstream; 0 is the legacy default stream

@@ -4,7 +4,7 @@ compiled straight to a cubin for the device's architecture. Arrays are CuPy arra
 uint16 bits, which is what __nv_bfloat16 reads); CUB comes from the CCCL headers."""
 import numpy as np
 
-from backends.base import Backend, Unavailable
+from backends.base import Backend, Unavailable, cupy_overwrite
 
 
 class Nvrtc(Backend):
@@ -32,6 +32,9 @@ class Nvrtc(Backend):
     def to_host(self, x, variant):
         import cupy
         return cupy.asnumpy(x)
+
+    def overwrite(self, dst, host, dtype, variant):
+        cupy_overwrite(dst, host)
 
     def stream(self, handle, variant):
         from cuda.core import Stream

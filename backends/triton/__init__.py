@@ -5,8 +5,7 @@ import contextlib
 import math
 import os
 
-from backends.base import (Backend, Unavailable, torch_stream, torch_stream_context, torch_to_device,
-                           torch_to_host)
+from backends.base import Backend, TorchArrays, Unavailable, torch_stream, torch_stream_context
 
 INTERPRETED_WORK = 2**27        # the interpreter runs blocks as NumPy on the CPU: keep it small
 
@@ -15,7 +14,7 @@ def interpreted() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
-class Triton(Backend):
+class Triton(TorchArrays, Backend):
     extra = "triton"
     distributions = ("triton", "torch")
 
@@ -36,12 +35,6 @@ class Triton(Backend):
         if case.kind != "test" or case.dtype == "bfloat16" or math.prod(case.shape.values()) > INTERPRETED_WORK:
             return "Triton interpreter: small fp32/fp16 test cases only (it mishandles bf16 tl.dot)"
         return None
-
-    def to_device(self, a, dtype, variant):
-        return torch_to_device(a, dtype, self.device(variant))
-
-    def to_host(self, x, variant):
-        return torch_to_host(x)
 
     def stream(self, handle, variant):
         return None if handle is None else torch_stream(handle)

@@ -52,6 +52,10 @@ class WarpTiles(Backend):
             x = x.view(wp.uint16)          # Warp hands bfloat16 to NumPy as its bits anyway
         return x.numpy()
 
+    def overwrite(self, dst, host, dtype, variant):
+        import warp as wp
+        wp.copy(dst, self.to_device(host, dtype, variant))
+
     def stream(self, handle, variant):
         import warp as wp
         if variant == "cpu" or handle is None:
