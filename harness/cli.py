@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -127,7 +128,7 @@ def cmd_env(args) -> int:
 
 def cmd_run(args) -> int:
     from harness.progress import RichProgress
-    from harness.runner import Options, Run
+    from harness.runner import Options, OutputBusy, Run
     from harness.summary import print_summary
     try:
         registry.select(args.problem, args.backend)
@@ -138,6 +139,10 @@ def cmd_run(args) -> int:
             dtype_of(args.dtype)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    if not args.timeout > 0:
+        raise UsageError(f"--timeout {args.timeout:g} must be a positive number of seconds")
+    if args.compile_repeats < 1:
+        raise UsageError(f"--compile-repeats {args.compile_repeats} must be at least 1")
     case = custom_case(args)
     names = tuple(args.case or ())
     if names:
@@ -150,13 +155,24 @@ def cmd_run(args) -> int:
     out = writable_dir(args.out)
     opts = Options(problems=args.problem or [], backends=args.backend or [], kinds=kinds, custom=case,
                    out=out, item_timeout=args.timeout, measure_compile=not args.no_compile,
-                   compile_repeats=args.compile_repeats,
+                   compile_repeats=args.compile_repeats, retry_after_timeout=args.retry_after_timeout,
                    dtype=dtype_of(args.dtype).name if args.dtype and case is None else None,
                    case_names=names)
-    doc = Run(opts, RichProgress()).execute()
+    signal.signal(signal.SIGTERM, _interrupt)     # a killed run ends like Ctrl-C: its results written
+    run = Run(opts, RichProgress())
+    try:
+        doc = run.execute()
+    except OutputBusy as exc:
+        raise UsageError(str(exc)) from None
     print_summary(doc)
+    if run.set_aside:
+        print(f"the previous results in {out} were moved to {run.set_aside}")
     print(f"results: {out / 'results.json'}, {out / 'summary.csv'}")
     return 0
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _load_all(paths: list[str]) -> list[dict]:
@@ -228,6 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default="reports/latest", help="output directory (default reports/latest)")
     run.add_argument("--timeout", type=float, default=600.0, help="seconds one case may take (default 600)")
     run.add_argument("--no-compile", action="store_true", help="skip the cold/warm compile-time processes")
+    run.add_argument("--retry-after-timeout", action="store_true",
+                     help="after a case times out, still run that implementation's other cases (default: skip them)")
     run.add_argument("--compile-repeats", type=int, default=3, help="processes each for cold and warm (default 3)")
     run.set_defaults(fn=cmd_run)
     rep = sub.add_parser("report", help="Markdown summary, figures (and --html a page) of results.json files")
@@ -252,7 +270,7 @@ def main(argv=None) -> int:
         print(f"ways: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("ways: interrupted; results.jsonl keeps what was measured", file=sys.stderr)
+        print("ways: interrupted; results.json (complete: false) keeps what was measured", file=sys.stderr)
         return 130
 
 

@@ -110,11 +110,11 @@ def _impl_table(rows: list[dict]) -> str:
     body = []
     for (_, label), s in sorted(per_impl(rows).items()):
         c, comp, size = s["counts"], s["compile"], s["loc"]
-        body.append([label, c["ok"], c["compile_only"], c["not_applicable"], c["wrong"] + c["failed"],
+        body.append([label, c["ok"], c["compile_only"], c["not_applicable"], c["wrong"] + c["failed"] + c["skipped"],
                      c["unavailable"], fmt(s["worst"], ".2e"), fmt(comp.get("cold_s")), fmt(comp.get("warm_s")),
                      fmt(size.get("total"), "d"), fmt(size.get("kernel"), "d")])
-    return _table(["implementation", "ok", "compile only", "n/a", "wrong or failed", "unavailable", "worst rel err",
-                   "compile cold s", "compile warm s", "LOC", "kernel LOC"], body, set(range(1, 11)))
+    return _table(["implementation", "ok", "compile only", "n/a", "wrong, failed or skipped", "unavailable",
+                   "worst rel err", "compile cold s", "compile warm s", "LOC", "kernel LOC"], body, set(range(1, 11)))
 
 
 def _sources(problem: str, rows: list[dict], formatter) -> str:

@@ -192,14 +192,14 @@ def markdown(doc: dict) -> str:
                              f"{pct_pair(t)} | {fmt(t.get('pct_of_theoretical'), '.1f')} | "
                              f"{t.get('engine', '')} | {_flag_cell(r)} |")
             lines.append("")
-        lines += ["| implementation | ok | compile only | not applicable | wrong | failed | unavailable |"
+        lines += ["| implementation | ok | compile only | not applicable | wrong | failed | skipped | unavailable |"
                   " worst rel err | compile cold s | compile warm s | first call s | LOC (kernel) |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         notes = []
         for (_, label), s in sorted(per_impl(rows).items()):
             c, comp, loc = s["counts"], s["compile"], s["loc"]
             lines.append(f"| {label} | {c['ok']} | {c['compile_only']} | {c['not_applicable']} | {c['wrong']} | "
-                         f"{c['failed']} | "
+                         f"{c['failed']} | {c['skipped']} | "
                          f"{c['unavailable']} | {fmt(s['worst'], '.2e')} | {fmt(comp.get('cold_s'))} | "
                          f"{fmt(comp.get('warm_s'))} | {fmt(comp.get('first_call_s'))} | "
                          f"{fmt(loc.get('total'), 'd')} ({fmt(loc.get('kernel'), 'd')}) |")

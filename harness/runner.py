@@ -2,7 +2,11 @@
 records to results.jsonl, then measure compile times, cross-check outputs and write the summary."""
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
+import json
+import os
 import shutil
 import statistics
 import sys
@@ -32,6 +36,7 @@ class Options:
     startup_timeout: float = 300.0
     compile_repeats: int = 3
     measure_compile: bool = True
+    retry_after_timeout: bool = False  # after a case times out, still run the implementation's others
 
 
 @dataclass
@@ -78,54 +83,64 @@ class Run:
         self.progress = progress or NullProgress()
         self.out = Path(opts.out)
         self.records: list[dict] = []
+        self.set_aside: Path | None = None     # where an earlier run's files in --out were moved
 
     def execute(self) -> dict:
+        """Run the plan into --out. One run at a time per folder (OutputBusy otherwise); a previous
+        run's files there are moved to previous/<its id>/; an interrupted or crashed run still
+        leaves a valid results.json (complete: false) with everything measured until then."""
         jobs = plan(self.opts)
         self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / "logs").mkdir(exist_ok=True)
-        started = time.time()
-        writer = results.JsonlWriter(self.out / "results.jsonl")
-        writer.write({"type": "run", "environment": env.collect(), "run": {
-            "id": uuid.uuid4().hex[:12], "started": _iso(started), "argv": sys.argv[1:],
-            "kinds": list(self.opts.kinds), "custom_case": self.opts.custom.to_json() if self.opts.custom else None}})
-        scratch = Path(tempfile.mkdtemp(prefix="ways-"))
-        try:
-            available, exported, skipped = self._availability(jobs)
-            compiled = len(available) + len(exported)
-            total = sum(len(j.cases) for j in jobs) + (compiled if self.opts.measure_compile else 0)
-            self.progress.start(total)
-            writer.write({"type": "gpu_state", "when": "before", "state": gpu.state()})
-            if any(c.kind == "bench" for j in available if self._on_gpu(j) for c in j.cases):
-                self.progress.describe("warm-up and peak references")
-                writer.write({"type": "references", "references": self._peaks(scratch)})
-            for job, reason in exported:
-                self._export_job(job, reason, writer, scratch)
-            for job, reason in skipped:
-                for case in job.cases:
-                    self._emit(writer, self._record(job, case, status="unavailable", reason=reason))
-                    self.progress.advance(f"{job.impl.label} unavailable")
-            for job in available:
-                self._run_job(job, writer, scratch)
-            if self.opts.measure_compile:
-                for job, ahead_of_time in [(j, False) for j in available] + [(j, True) for j, _ in exported]:
-                    self.progress.describe(f"compile time: {job.impl.label} {job.impl.problem}")
-                    comp = self._compile_times(job, scratch, ahead_of_time)
-                    writer.write({"type": "compile", "backend": job.impl.backend, "variant": job.impl.variant,
-                                  "problem": job.impl.problem, "compile": comp})
-                    self.progress.advance(job.impl.label)
-            writer.write({"type": "gpu_state", "when": "after", "state": gpu.state()})
-            for row in crosscheck.pairwise(scratch / "outputs"):
-                writer.write({"type": "crosscheck", "crosscheck": row})
-            finished = time.time()
-            writer.write({"type": "end", "run": {"finished": _iso(finished),
-                                                 "duration_s": round(finished - started, 3)}})
-        finally:
-            writer.close()
-            shutil.rmtree(scratch, ignore_errors=True)
-            self.progress.stop()
-        doc = summarize(self.out / "results.jsonl")
-        results.write_summary(doc, self.out)
+        with exclusive(self.out):
+            self.set_aside = set_aside_previous(self.out)
+            (self.out / "logs").mkdir(exist_ok=True)
+            started = time.time()
+            writer = results.JsonlWriter(self.out / "results.jsonl")
+            writer.write({"type": "run", "environment": env.collect(), "run": {
+                "id": uuid.uuid4().hex[:12], "started": _iso(started), "argv": sys.argv[1:],
+                "kinds": list(self.opts.kinds),
+                "custom_case": self.opts.custom.to_json() if self.opts.custom else None}})
+            scratch = Path(tempfile.mkdtemp(prefix="ways-"))
+            try:
+                self._execute(jobs, writer, scratch)
+                finished = time.time()
+                writer.write({"type": "end", "run": {"finished": _iso(finished),
+                                                     "duration_s": round(finished - started, 3)}})
+            finally:
+                writer.close()
+                shutil.rmtree(scratch, ignore_errors=True)
+                self.progress.stop()
+                doc = summarize(self.out / "results.jsonl")
+                results.write_summary(doc, self.out)
         return doc
+
+    def _execute(self, jobs: list[Job], writer, scratch: Path) -> None:
+        available, exported, skipped = self._availability(jobs)
+        compiled = len(available) + len(exported)
+        total = sum(len(j.cases) for j in jobs) + (compiled if self.opts.measure_compile else 0)
+        self.progress.start(total)
+        writer.write({"type": "gpu_state", "when": "before", "state": gpu.state()})
+        if any(c.kind == "bench" for j in available if self._on_gpu(j) for c in j.cases):
+            self.progress.describe("warm-up and peak references")
+            writer.write({"type": "references", "references": self._peaks(scratch)})
+        for job, reason in exported:
+            self._export_job(job, reason, writer, scratch)
+        for job, reason in skipped:
+            for case in job.cases:
+                self._emit(writer, self._record(job, case, status="unavailable", reason=reason))
+                self.progress.advance(f"{job.impl.label} unavailable")
+        for job in available:
+            self._run_job(job, writer, scratch)
+        if self.opts.measure_compile:
+            for job, ahead_of_time in [(j, False) for j in available] + [(j, True) for j, _ in exported]:
+                self.progress.describe(f"compile time: {job.impl.label} {job.impl.problem}")
+                comp = self._compile_times(job, scratch, ahead_of_time)
+                writer.write({"type": "compile", "backend": job.impl.backend, "variant": job.impl.variant,
+                              "problem": job.impl.problem, "compile": comp})
+                self.progress.advance(job.impl.label)
+        writer.write({"type": "gpu_state", "when": "after", "state": gpu.state()})
+        for row in crosscheck.pairwise(scratch / "outputs"):
+            writer.write({"type": "crosscheck", "crosscheck": row})
 
     # -- pieces ---------------------------------------------------------------------------
     def _availability(self, jobs):
@@ -213,13 +228,14 @@ class Run:
             elif event["event"] == "device":
                 writer.write({"type": "device", "device": event["properties"]})
 
-        def on_lost(index, message):
-            self._emit(writer, self._record(job, job.cases[index], status="failed", error=message))
+        def on_lost(index, message, status):
+            self._emit(writer, self._record(job, job.cases[index], status=status, error=message))
             self.progress.advance(impl.label)
 
         supervise.run_items(impl.backend, impl.variant, items, scratch,
                             self.out / "logs" / f"{impl.label}.{impl.problem}.log", environ,
-                            self.opts.item_timeout, self.opts.startup_timeout, on_event, on_lost)
+                            self.opts.item_timeout, self.opts.startup_timeout, on_event, on_lost,
+                            self.opts.retry_after_timeout)
 
     def _compile_times(self, job: Job, scratch: Path, ahead_of_time: bool = False) -> dict:
         """Cold: fresh processes, each with an empty JIT cache. Warm: fresh processes on a filled one.
@@ -256,6 +272,46 @@ class Run:
                 "cold_parts_s": {name: statistics.median(v) for name, v in parts.items()},
                 "ahead_of_time": ahead_of_time,
                 "processes": len(cold) + len(warm)}
+
+
+class OutputBusy(RuntimeError):
+    """Another `ways run` is writing into the same output folder."""
+
+
+@contextlib.contextmanager
+def exclusive(out: Path):
+    """Hold the output folder for this run: a second run into it fails at once, saying why."""
+    with open(out / ".ways-run.lock", "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            raise OutputBusy(f"another `ways run` ({lock.read().strip() or 'pid unknown'}) is writing to "
+                             f"{out}; wait for it or give another --out") from None
+        lock.truncate(0)
+        lock.write(f"pid {os.getpid()}")
+        lock.flush()
+        yield
+
+
+RESULT_FILES = ("results.jsonl", "results.json", "summary.csv", "logs", "report.md", "figures", "index.html")
+
+
+def set_aside_previous(out: Path) -> Path | None:
+    """Move an earlier run's files in `out` to out/previous/<its run id>/ (nothing is overwritten);
+    return where they went, or None."""
+    if not (out / "results.jsonl").is_file():
+        return None
+    try:
+        run_id = json.loads((out / "results.jsonl").read_text().splitlines()[0])["run"]["id"]
+    except (ValueError, KeyError, IndexError):
+        run_id = f"unknown-{int((out / 'results.jsonl').stat().st_mtime)}"
+    dest = out / "previous" / run_id
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in RESULT_FILES:
+        if (out / name).exists():
+            os.replace(out / name, dest / name)
+    return dest
 
 
 def summarize(jsonl: Path) -> dict:

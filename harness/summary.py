@@ -31,18 +31,19 @@ def print_summary(doc: dict) -> None:
                           f"[bold red]{flag(r).upper()}[/]" if flag(r) else "")
         console.print(table)
     table = Table(title="correctness, compile time, size")
-    for col in ("problem", "implementation", "ok", "compile only", "n/a", "wrong", "failed", "worst rel err",
-                "compile cold s", "LOC"):
+    for col in ("problem", "implementation", "ok", "compile only", "n/a", "wrong", "failed", "skipped",
+                "worst rel err", "compile cold s", "LOC"):
         table.add_column(col, justify="left" if col in ("problem", "implementation") else "right")
     skipped = {}
     for (problem, label), s in sorted(per_impl(doc["records"]).items()):
         c = s["counts"]
-        if c["unavailable"] and not any(c[k] for k in ("ok", "compile_only", "wrong", "failed", "not_applicable")):
+        if c["unavailable"] and not any(c[k] for k in ("ok", "compile_only", "wrong", "failed", "skipped",
+                                                        "not_applicable")):
             skipped[label] = s["notes"][0] if s["notes"] else ""
             continue
         bad = "[bold red]{}[/]"
         table.add_row(problem, escape(label), str(c["ok"]), str(c["compile_only"]), str(c["not_applicable"]),
-                      bad.format(c["wrong"]) if c["wrong"] else "0", bad.format(c["failed"]) if c["failed"] else "0",
+                      *(bad.format(c[k]) if c[k] else "0" for k in ("wrong", "failed", "skipped")),
                       _f(s["worst"], ".1e"), _f(s["compile"].get("cold_s"), ".3g"), _f(s["loc"].get("total"), "d"))
     console.print(table)
     for label, reason in skipped.items():

@@ -1,5 +1,7 @@
 """Run a worker process and read its JSON-line events with deadlines: a crash or hang in one item
-becomes a 'failed' record for that item and the worker is started again for the rest."""
+becomes a 'failed' record for that item and the worker is started again for the rest (after a
+hang, the rest are skipped unless asked otherwise: one hang costs one timeout). A worker's output
+goes to its log through a capped drain, and a worker left running by an interrupt is killed."""
 from __future__ import annotations
 
 import json
@@ -8,6 +10,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -57,6 +60,27 @@ def _kill(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+LOG_CAP_BYTES = 16 << 20       # per worker: a worker printing without end neither blocks nor fills the disk
+
+
+def _drain(fd: int, log: Path, cap: int = LOG_CAP_BYTES) -> threading.Thread:
+    """Copy what a worker writes to `fd` into `log`, up to `cap` bytes, then count what is dropped."""
+    def copy():
+        kept = dropped = 0
+        with open(log, "ab") as f, os.fdopen(fd, "rb", buffering=0) as pipe:
+            while chunk := pipe.read(1 << 16):
+                room = max(cap - kept, 0)
+                f.write(chunk[:room])
+                f.flush()
+                kept += min(room, len(chunk))
+                dropped += max(len(chunk) - room, 0)
+            if dropped:
+                f.write(f"\n[ways: {dropped} more bytes of output dropped after {cap >> 20} MiB]\n".encode())
+    thread = threading.Thread(target=copy, daemon=True)
+    thread.start()
+    return thread
+
+
 def _tail(path: Path, start: int = 0, n: int = 3000) -> str:
     """The last n characters the log got since byte `start` (this worker's part of it)."""
     try:
@@ -68,84 +92,110 @@ def _tail(path: Path, start: int = 0, n: int = 3000) -> str:
 
 
 def _exit_text(rc: int) -> str:
+    """'SIGSEGV' for a worker killed by a signal, 'exit code N' otherwise."""
     if rc < 0:
         try:
-            return f"killed by signal {signal.Signals(-rc).name}"
+            return signal.Signals(-rc).name
         except ValueError:
-            return f"killed by signal {-rc}"
+            return f"signal {-rc}"
     return f"exit code {rc}"
 
 
 def run_items(backend: str, variant: str, items: list, scratch: Path, log: Path, env: dict,
-              item_timeout: float, startup_timeout: float, on_event, on_lost) -> None:
+              item_timeout: float, startup_timeout: float, on_event, on_lost,
+              retry_after_timeout: bool = False) -> None:
     """Feed `items` (JSON-able dicts) to workers until each has a record.
 
-    on_event(index, event) gets every event; on_lost(index, message) is called for an item whose
-    worker died or hung while on it, or never got to it because the worker cannot start.
+    on_event(index, event) gets every event; on_lost(index, message, status) is called for an item
+    whose worker died or hung while on it ('failed'), that was not run because an earlier one timed
+    out ('skipped', unless `retry_after_timeout`), or that the worker never got to because it
+    cannot start ('failed'). Each message says what happened on its first line, the log tail after.
     """
     pending = list(range(len(items)))
     while pending:
         items_file = scratch / f"items-{os.getpid()}-{time.monotonic_ns()}.json"
         items_file.write_text(json.dumps([items[i] for i in pending]))
-        read_fd, write_fd = os.pipe()
         with open(log, "a") as logf:
             logf.write(f"\n=== worker {backend}[{variant}] for {len(pending)} item(s)\n")
-            logf.flush()
             log_start = logf.tell()
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.worker", "run", "--backend", backend, "--variant", variant,
-                 "--items", str(items_file), "--fd", str(write_fd), "--scratch", str(scratch)],
-                pass_fds=(write_fd,), stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, env=env, cwd=ROOT)
+        read_fd, write_fd = os.pipe()
+        out_read, out_write = os.pipe()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness.worker", "run", "--backend", backend, "--variant", variant,
+             "--items", str(items_file), "--fd", str(write_fd), "--scratch", str(scratch)],
+            pass_fds=(write_fd,), stdout=out_write, stderr=out_write, stdin=subprocess.DEVNULL,
+            start_new_session=True, env=env, cwd=ROOT)
         os.close(write_fd)
+        os.close(out_write)
+        drain = _drain(out_read, log)
         current, finished = None, set()
         deadline = time.monotonic() + startup_timeout
         timed_out = False
-        for event in _lines(read_fd, lambda: deadline):  # noqa: B023 (reads the deadline as it moves)
-            if event is None:
-                timed_out = True
-                break
-            local = event.get("item")
-            index = pending[local] if local is not None else None
-            if event["event"] == "start":
-                current = index
-            elif event["event"] == "done":
-                finished.add(index)
-                current = None
-            on_event(index, event)
-            deadline = time.monotonic() + item_timeout
-        os.close(read_fd)
+        try:
+            for event in _lines(read_fd, lambda: deadline):  # noqa: B023 (reads the deadline as it moves)
+                if event is None:
+                    timed_out = True
+                    break
+                local = event.get("item")
+                index = pending[local] if local is not None else None
+                if event["event"] == "start":
+                    current = index
+                elif event["event"] == "done":
+                    finished.add(index)
+                    current = None
+                on_event(index, event)
+                deadline = time.monotonic() + item_timeout
+        finally:
+            os.close(read_fd)
+            if timed_out or proc.poll() is None:
+                _kill(proc)        # a hang, or an interrupt of the parent: no worker outlives it
+            drain.join(timeout=10)
         if timed_out:
-            _kill(proc)
             what = f"timed out after {item_timeout:g} s" if current is not None else \
                 f"worker gave no sign of life for {startup_timeout:g} s"
         else:
             rc = proc.wait()
-            what = f"worker died ({_exit_text(rc)})"
+            what = f"worker died: {_exit_text(rc)}" if rc != 0 else "worker exited (code 0) without finishing"
         rest = [i for i in pending if i not in finished]
+        tail = f"\n--- worker log (tail) ---\n{_tail(log, log_start)}"
         if current is not None:
-            on_lost(current, f"{what}\n--- worker log (tail) ---\n{_tail(log, log_start)}")
+            on_lost(current, what + tail, "failed")
             rest.remove(current)
+            if timed_out and not retry_after_timeout:
+                name = items[current]["case"]["name"]
+                for i in rest:
+                    on_lost(i, f"not run: case {name} of this implementation {what} "
+                               "(--retry-after-timeout runs the rest anyway)", "skipped")
+                rest = []
         elif rest and not finished:      # no progress at all: do not start it again for nothing
             for i in rest:
-                on_lost(i, f"{what} before reporting on this case\n--- worker log (tail) ---\n"
-                           f"{_tail(log, log_start)}")
+                on_lost(i, f"{what} before reporting on this case{tail}", "failed")
             rest = []
         pending = rest
 
 
 def run_json(cmd_args: list[str], env: dict, timeout: float, log: Path) -> dict:
-    """Run `python -m harness.worker ...` that prints one JSON line; return it or raise RuntimeError."""
+    """Run `python -m harness.worker ...` that prints one JSON line; return it or raise RuntimeError
+    whose first line says what happened."""
     with open(log, "a") as logf:
         log_start = logf.tell()
-        proc = subprocess.Popen([sys.executable, "-m", "harness.worker", *cmd_args], env=env, cwd=ROOT,
-                                stdout=subprocess.PIPE, stderr=logf, stdin=subprocess.DEVNULL,
-                                start_new_session=True, text=True)
-        try:
-            out, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
+    err_read, err_write = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "harness.worker", *cmd_args], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=err_write, stdin=subprocess.DEVNULL,
+                            start_new_session=True, text=True)
+    os.close(err_write)
+    drain = _drain(err_read, log)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"timed out after {timeout:g} s") from None
+    finally:
+        if proc.poll() is None:
             _kill(proc)
-            raise RuntimeError(f"timed out after {timeout:g} s") from None
+        drain.join(timeout=10)
     if proc.returncode != 0:
-        raise RuntimeError(f"{_exit_text(proc.returncode)}\n{_tail(log, log_start)}")
-    return json.loads(out.strip().splitlines()[-1])
+        raise RuntimeError(f"worker died: {_exit_text(proc.returncode)}\n{_tail(log, log_start)}")
+    lines = out.strip().splitlines()
+    if not lines:
+        raise RuntimeError(f"the worker printed no result\n{_tail(log, log_start)}")
+    return json.loads(lines[-1])

@@ -213,7 +213,7 @@ class SmClock:
         try:
             import pynvml
             pynvml.nvmlInit()
-            self._handle = pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id)
+            self._handle = pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id.encode())
             self.max_mhz = pynvml.nvmlDeviceGetMaxClockInfo(self._handle, pynvml.NVML_CLOCK_SM)
             self._nvml = pynvml
         except Exception as exc:

@@ -13,6 +13,7 @@ import inspect
 import json
 import os
 import pickle
+import re
 import sys
 import time
 import traceback
@@ -30,6 +31,21 @@ from harness.timing import WARMUP_S, EventEngine, host_call_costs, host_engine, 
 from problems.base import Case, CheckError, decode, poison
 
 N_SEEDS = 3
+
+
+CUDA_ERROR = re.compile(r"CUDA error: ([^\n]+)|(CUDA_ERROR_\w+|cudaError\w+)[:\s]*([^\n]*)")
+
+
+def failure_text() -> str:
+    """The exception being handled: what happened in one line ('CUDA error: ...' for a CUDA error,
+    whichever library raised it), then its traceback."""
+    exc = sys.exc_info()[1]
+    found = CUDA_ERROR.search(str(exc))
+    if found:
+        line = f"CUDA error: {found.group(1) or found.group(3) or found.group(2)}"
+    else:
+        line = (f"{type(exc).__name__}: {exc}".splitlines() or [""])[0]
+    return f"{line[:300]}\n{traceback.format_exc()}"
 
 
 def why_not(backend, variant: str, module, problem: str, case: Case) -> str | None:
@@ -229,7 +245,7 @@ class Worker:
             if not self.not_applicable(problem, case, rec):
                 check_case(self.s, problem, case, rec, self.scratch)
         except Exception:
-            rec.update(status="failed", error=traceback.format_exc())
+            rec.update(status="failed", error=failure_text())
             self.broken = True
         self.send({"event": "done", "item": i, "record": rec})
 
@@ -268,7 +284,7 @@ class Worker:
                 follows_new_inputs(s, problem, case, rec, b, "after timing")
             return rec
         except Exception:
-            rec.update(status="failed", error=traceback.format_exc())
+            rec.update(status="failed", error=failure_text())
             self.broken = True
             return rec
         finally:
@@ -308,7 +324,7 @@ class Worker:
                     return {}
                 rec = self.bench_item(i, problem, case, measure)
                 measured[f"item{i}"] = (i, rec)
-                if rec["status"] != "ok" or rec.get("timing") is None:
+                if rec.get("timing") is None:      # never measured; a row wrong after timing keeps its figures
                     state.skip(rec["status"])
             return fn
 
@@ -323,7 +339,8 @@ class Worker:
                     rec["timing"].update(figures[name])
                 else:                      # checked, but nvbench kept no figures for it
                     rec["timing"] = None
-                    rec["error"] = f"nvbench: {figures.get(name, {}).get('skipped', 'no figures written')}"
+                    why = f"nvbench: {figures.get(name, {}).get('skipped', 'no figures written')}"
+                    rec["error"] = f"{rec['error']}\n{why}" if rec["error"] else why
             self.send({"event": "done", "item": i, "record": rec})
 
 
@@ -344,7 +361,7 @@ def run_items(args) -> int:
             if unavailable:
                 rec.update(status="unavailable", reason=f"{type(exc).__name__}: {exc}")
             else:
-                rec.update(status="failed", error=traceback.format_exc())
+                rec.update(status="failed", error=failure_text())
             send({"event": "done", "item": i, "record": rec})
         return 0
     send({"event": "device", "properties": w.s.device.properties()})
@@ -380,11 +397,21 @@ def export_cases(backend, variant: str, problem, cases) -> list[dict]:
     return done
 
 
+def result(obj: dict) -> None:
+    """The one JSON line of compile/export/peaks, on the stdout the worker started with (whatever
+    a tool prints goes to stderr, see main)."""
+    RESULT.write(json.dumps(obj) + "\n")
+    RESULT.flush()
+
+
+RESULT = sys.stdout
+
+
 def export_all(args) -> int:
     """Compile-only: every test case of one problem, ahead of time; print one JSON line."""
     problem = problems.get(args.problem)
     tests = [c for c in problem.cases() if c.kind == "test"]
-    print(json.dumps({"cases": export_cases(aot_backend(args.backend, args.variant), args.variant, problem, tests)}))
+    result({"cases": export_cases(aot_backend(args.backend, args.variant), args.variant, problem, tests)})
     return 0
 
 
@@ -400,19 +427,19 @@ def compile_once(args) -> int:
         module = backends.implementation(backend.name, problem.name)
         case = next((c for c in candidates if why_not(backend, args.variant, module, problem.name, c) is None), None)
         done = export_cases(backend, args.variant, problem, [case] if case else [])
-        print(json.dumps({"case": case.name, "build_s": done[0]["build_s"], "first_call_s": None} if case
-                         else {"not_applicable": "no test case applies"}))
+        result({"case": case.name, "build_s": done[0]["build_s"], "first_call_s": None} if case
+               else {"not_applicable": "no test case applies"})
         return 0
     s = Session(args.backend, args.variant)
     case = next((c for c in candidates if s.why_not(problem.name, c) is None), None)
     if case is None:
-        print(json.dumps({"not_applicable": "no test case applies"}))
+        result({"not_applicable": "no test case applies"})
         return 0
     b = s.prepare(problem, case, case.seed)
     _, first_call = s.call(b.run, b.outputs)
     # an implementation may name parts of its build time (e.g. Triton's autotuning) on its run()
     parts = getattr(b.run, "build_parts", {})
-    print(json.dumps({"case": case.name, "build_s": b.build_s, "first_call_s": first_call, "parts": parts}))
+    result({"case": case.name, "build_s": b.build_s, "first_call_s": first_call, "parts": parts})
     return 0
 
 
@@ -422,8 +449,7 @@ def peaks(args) -> int:
     from harness.device import CudaDevice
     device = CudaDevice()
     props = device.properties()
-    found = {"device": props, "theoretical": peaks_mod.theoretical(props), **peaks_mod.measure(device)}
-    print(json.dumps(found))
+    result({"device": props, "theoretical": peaks_mod.theoretical(props), **peaks_mod.measure(device)})
     return 0
 
 
@@ -444,6 +470,10 @@ def main(argv=None) -> int:
     r.add_argument("--fd", type=int, required=True)
     r.add_argument("--scratch", required=True)
     args = ap.parse_args(argv)
+    if args.mode != "run":
+        global RESULT
+        RESULT = os.fdopen(os.dup(1), "w")
+        os.dup2(2, 1)          # a tool's prints go to the log, never into the result line
     return {"run": run_items, "compile": compile_once, "export": export_all, "peaks": peaks}[args.mode](args)
 
 

@@ -83,3 +83,70 @@ def test_run_one_named_case(tmp_path):
     doc = json.loads((out / "results.json").read_text())
     assert {x["case"] for x in doc["records"]} == {"129x257x65-float32"}
     assert [x["status"] for x in doc["records"] if x["variant"] == "numpy"] == ["ok"]
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--timeout", "0"], "--timeout 0 must be a positive number of seconds"),
+    (["--timeout", "nan"], "must be a positive number"),
+    (["--compile-repeats", "0"], "--compile-repeats 0 must be at least 1"),
+])
+def test_bad_run_options(tmp_path, args, msg):
+    r = ways("run", "-b", "array_api[numpy]", *args, "--out", str(tmp_path / "never"))
+    assert r.returncode == 2 and msg in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def _numpy_run(out, *more):
+    return ways("run", "-b", "array_api[numpy]", "-p", "elementwise", "--case", "1001-float32", "--no-compile",
+                "--out", str(out), *more)
+
+
+def test_a_second_run_into_the_same_out_keeps_the_first(tmp_path):
+    out = tmp_path / "out"
+    assert _numpy_run(out).returncode == 0
+    first = json.loads((out / "results.json").read_text())["run"]["id"]
+    r = _numpy_run(out)
+    assert r.returncode == 0 and f"moved to {out / 'previous' / first}" in r.stdout
+    kept = json.loads((out / "previous" / first / "results.json").read_text())
+    assert kept["run"]["id"] == first and (out / "previous" / first / "logs").is_dir()
+    assert json.loads((out / "results.json").read_text())["run"]["id"] != first
+
+
+def test_two_runs_at_once_into_one_out_are_refused(tmp_path):
+    import fcntl
+    out = tmp_path / "out"
+    out.mkdir()
+    with open(out / ".ways-run.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        lock.write("pid 4242")
+        lock.flush()
+        r = _numpy_run(out)
+    assert r.returncode == 2 and "another `ways run` (pid 4242) is writing to" in r.stderr, r.stderr
+    assert not (out / "results.jsonl").exists()
+
+
+def test_an_interrupted_run_leaves_valid_results_and_no_worker(tmp_path, bad_backends):
+    """Ctrl-C while a worker hangs: exit 130, results.json written (complete: false, what was
+    measured in it), the hanging worker killed with its parent."""
+    import signal
+    import time
+
+    from harness import results
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "-b", "array_api[numpy]", "-b", "broken",
+                             "-p", "segreduce", "--cases", "test", "--no-compile", "--timeout", "120",
+                             "--out", str(out)], cwd=ROOT, env={**os.environ}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    log = out / "logs" / "broken[numpy].segreduce.log"
+    deadline = time.monotonic() + 120
+    while not log.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(3)                              # the broken worker is now inside its endless call
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err, err
+    doc = json.loads((out / "results.json").read_text())
+    results.validate(doc)
+    assert doc["run"]["complete"] is False
+    assert any(r["backend"] == "array_api" and r["status"] == "ok" for r in doc["records"])
+    left = subprocess.run(["pgrep", "-f", "harness.worker run --backend broken"], capture_output=True, text=True)
+    assert left.stdout.strip() == "", "a worker outlived the interrupted run"

@@ -17,8 +17,8 @@ CASE = "268435456-float32"
 
 @pytest.fixture
 def doc():
-    """The committed nvrtc run, with its elementwise fp32 bench row made 12% faster than measured (above the copy, under the theoretical peak)
-    and its fp16 row marked wrong after timing."""
+    """The committed nvrtc run, with its elementwise fp32 bench row made 12% faster than measured
+    (above the copy, under the theoretical peak) and its fp16 row marked wrong after timing."""
     d = copy.deepcopy(json.loads(NVRTC.read_text()))
     for r in d["records"]:
         if r["problem"] == "elementwise" and r["kind"] == "bench" and r["case"] == CASE:

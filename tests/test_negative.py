@@ -1,6 +1,8 @@
 """Deliberately bad implementations (tests/fixtures/bad_backends) through the real harness:
 wrong ones come out 'wrong', crashing/hanging/raising ones 'failed', and the sweep goes on."""
-from harness import registry
+import pytest
+
+from harness import registry, supervise
 from problems.base import Case
 from tests.conftest import run_lab
 
@@ -20,23 +22,50 @@ def test_wrong_implementations_are_never_ok(tmp_path, bad_backends):
     assert "dtype float64" in _by(doc, "faulty", "gemm")["1x1x1-float32"]["error"]
 
 
-def test_crash_hang_and_exception_are_contained(tmp_path, bad_backends, monkeypatch):
-    few = {"segreduce": ["1x1-float32", "64x1000-float32"], "elementwise": ["1-float32", "7-float32", "1001-float32"],
-           "gemm": ["1x1x1-float32"]}
+FEW = {"segreduce": ["1x1-float32", "64x1000-float32"],
+       "elementwise": ["1-float32", "7-float32", "1001-float32", "100003-float32"], "gemm": ["1x1x1-float32"]}
+
+
+@pytest.fixture
+def few_cases(monkeypatch):
     real = registry.cases_for
 
     def cases_for(problem, kinds, custom=None):
-        return [c for c in real(problem, kinds, custom) if c.name in few[problem]]
+        return [c for c in real(problem, kinds, custom) if c.name in FEW[problem]]
     monkeypatch.setattr(registry, "cases_for", cases_for)
+
+
+def _first_line(r):
+    return r["error"].splitlines()[0]
+
+
+def test_crash_hang_and_exception_are_contained(tmp_path, bad_backends, few_cases):
     doc = run_lab(tmp_path, backends_=["broken", "array_api[numpy]"], item_timeout=3, startup_timeout=60)
-    seg = _by(doc, "broken", "segreduce")
-    assert all(r["status"] == "failed" and "timed out after 3 s" in r["error"] for r in seg.values())
+    seg = sorted(_by(doc, "broken", "segreduce").values(), key=lambda r: r["status"])
+    # one hang costs one timeout: the implementation's other cases are skipped, saying why
+    assert [r["status"] for r in seg] == ["failed", "skipped"]
+    assert _first_line(seg[0]) == "timed out after 3 s"
+    assert _first_line(seg[1]).startswith(f"not run: case {seg[0]['case']} of this implementation timed out")
     ew = _by(doc, "broken", "elementwise")
-    assert ew["7-float32"]["status"] == "failed" and "SIGSEGV" in ew["7-float32"]["error"]
+    assert ew["7-float32"]["status"] == "failed" and _first_line(ew["7-float32"]) == "worker died: SIGSEGV"
+    assert ew["100003-float32"]["status"] == "failed"
+    assert _first_line(ew["100003-float32"]) == "worker exited (code 0) without finishing"
     assert ew["1-float32"]["status"] == "ok" and ew["1001-float32"]["status"] == "ok"   # after the crash
-    assert "refuses to build" in _by(doc, "broken", "gemm")["1x1x1-float32"]["error"]
+    gemm = _by(doc, "broken", "gemm")["1x1x1-float32"]
+    assert _first_line(gemm) == "RuntimeError: this implementation refuses to build"
     assert all(r["status"] == "ok" for r in doc["records"] if r["backend"] == "array_api")
     assert doc["run"]["complete"]
+    # 40 MiB of prints: the log keeps its cap and says what it dropped
+    log = tmp_path / "out" / "logs" / "broken[numpy].elementwise.log"
+    assert log.stat().st_size < supervise.LOG_CAP_BYTES + (1 << 20)
+    assert "bytes of output dropped" in log.read_text()
+
+
+def test_retry_after_timeout_runs_the_rest(tmp_path, bad_backends, few_cases):
+    doc = run_lab(tmp_path, backends_=["broken"], problems=["segreduce"], item_timeout=2, startup_timeout=60,
+                  retry_after_timeout=True)
+    seg = _by(doc, "broken", "segreduce").values()
+    assert len(seg) == 2 and all(r["status"] == "failed" and _first_line(r) == "timed out after 2 s" for r in seg)
 
 
 def test_case_json_round_trip():
