@@ -123,7 +123,8 @@ def headline(doc: dict) -> list[str]:
         order = [c.name for c in problems.get(problem).cases() if c.kind == "bench"]
         timed = defaultdict(list)
         for r in doc["records"]:
-            if r["problem"] == problem and r["kind"] == "bench" and (r.get("timing") or {}).get("device_ms_cold"):
+            t = r.get("timing") or {}
+            if r["problem"] == problem and r["kind"] == "bench" and (t.get("device_ms_cold") or t.get("suspect")):
                 timed[impl_label(r)].append(r)
         rank = {c: i for i, c in enumerate(order)}
         shown = {label: min(rows, key=lambda r: rank.get(r["case"], len(order))) for label, rows in timed.items()}

@@ -32,6 +32,18 @@ def finite_or_none(x):
     return x if isinstance(x, (int, float)) and math.isfinite(x) else None
 
 
+def finite(obj):
+    """`obj` with every NaN or infinite float (a timer's statistic of nothing) made None, so it
+    stays valid JSON."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj
+
+
 class JsonlWriter:
     """Appends one JSON object a line and flushes it: an interrupted run keeps what it measured."""
 

@@ -348,7 +348,7 @@ def run_items(args) -> int:
     out = os.fdopen(args.fd, "w", buffering=1)
 
     def send(obj):
-        out.write(json.dumps(obj, allow_nan=False) + "\n")
+        out.write(json.dumps(results.finite(obj), allow_nan=False) + "\n")
 
     items = [(problems.get(it["problem"]), Case(**it["case"])) for it in json.loads(Path(args.items).read_text())]
     w = Worker(args, send)

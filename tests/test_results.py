@@ -66,3 +66,11 @@ def test_committed_results_validate():
         results.validate(json.loads(path.read_text()))
     if not found:
         pytest.skip("no results committed under reports/ yet")
+
+
+def test_non_finite_figures_become_null():
+    """nvbench reports NaN statistics for a kernel it timed as nothing: the record stays JSON."""
+    import json
+    rec = {"timing": {"cold": {"noise": float("nan"), "samples": [1.0, float("inf")]}, "median_ms": 0.5}}
+    assert json.loads(json.dumps(results.finite(rec), allow_nan=False)) == \
+        {"timing": {"cold": {"noise": None, "samples": [1.0, None]}, "median_ms": 0.5}}

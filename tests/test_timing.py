@@ -99,3 +99,12 @@ def test_well_beyond_the_measured_copy_is_flagged_suspect():
     honest = _rec("elementwise", "e", "torch", 1.0, int(2.04e9), 0)       # 102%: the best real rows
     roofline.apply(_doc([cheat, honest], refs))
     assert "copy" in cheat["timing"]["suspect"] and honest["timing"]["suspect"] is None
+
+
+def test_no_time_on_the_labs_stream_is_flagged_suspect():
+    """Work launched on a stream of its own: the GPU timer measures nothing (nvbench: 0 or NaN)."""
+    refs = {"copy_bytes_per_s": 3.0e12, "theoretical": {"memory_bytes_per_s": 3.35e12, "flops_per_s": {}}}
+    hidden = _rec("segreduce", "s", "cupy", 0.0, int(1e9), 0)
+    gone = _rec("segreduce", "s", "torch", None, int(1e9), 0)
+    roofline.apply(_doc([hidden, gone], refs))
+    assert all("no time on the lab's stream" in r["timing"]["suspect"] for r in (hidden, gone))

@@ -5,11 +5,11 @@
 #   bash tools/integrity_on_gpu.sh fixtures     # GPU tests (side-stream uploads, cheats, both modes) and
 #                                               # tools/method_crosscheck.py (the test of the same name runs it)
 #   bash tools/integrity_on_gpu.sh tests NAME -b B...   # these backends' test cases with the new checks
-#   bash tools/integrity_on_gpu.sh bench        # both timing modes on the headline bench cases
+#   bash tools/integrity_on_gpu.sh bench NAME -b B...   # both timing modes on the headline bench cases
 set -uo pipefail
 export PYTHONUNBUFFERED=1
-step=${1:?step: fixtures | tests NAME -b B... | bench}
-name=$step; [ "$step" = tests ] && { name=tests-${2:?tests needs a name}; shift 2; } || shift
+step=${1:?step: fixtures | tests NAME -b B... | bench NAME -b B...}
+name=$step; [ "$step" != fixtures ] && { name=$step-${2:?$step needs a name}; shift 2; } || shift
 out=${OUT:-/tmp/out}/$name run=/tmp/ways-$name
 mkdir -p "$out"
 gpu_state() {
@@ -27,9 +27,8 @@ case $step in
     python -m harness run --cases test --no-compile --timeout 300 --out "$run" "$@" 2>&1 | tail -60
     cp "$run"/{results.json,summary.csv} "$out/" ;;
   bench)
-    python -m harness run --cases bench --no-compile --out "$run" \
-      -b array_api[torch] -b triton -b cute_dsl -b nvrtc -b cuda_compute \
-      --case 8192x8192x8192-bfloat16 --case 268435456-float32 --case 8192x32768-float32 2>&1 | tail -45
+    python -m harness run --cases bench --no-compile --out "$run" "$@" --case 8192x8192x8192-bfloat16 \
+      --case 4096x4096x4096-float32 --case 268435456-float32 --case 8192x32768-float32 2>&1 | tail -45
     python -m harness report "$run/results.json" >/dev/null
     cp "$run"/{results.json,summary.csv,report.md} "$out/" ;;
 esac
