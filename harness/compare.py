@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from harness.merge import gpu_name
 from harness.report import impl_label
+from harness.results import flag
 
 
 @dataclass
@@ -23,8 +24,9 @@ class Verdict:
 
 
 def _timed(doc: dict) -> dict[tuple[str, str, str], dict]:
+    """Timed rows that count: ok and not flagged suspect."""
     return {(r["problem"], r["case"], impl_label(r)): r for r in doc["records"]
-            if r["status"] == "ok" and (r.get("timing") or {}).get("device_ms_cold")}
+            if not flag(r) and (r.get("timing") or {}).get("device_ms_cold")}
 
 
 def _interval(timing: dict) -> tuple[float, float, float]:

@@ -136,7 +136,7 @@ def loc_vs_peak(doc: dict, out: Path) -> list[Path]:
         ax.set_title(problem)
         ax.set_xlabel("logical lines of the implementation file (log scale)")
         _label_points(ax, pts)
-    axes[0][0].set_ylabel("best % of peak over its bench cases")
+    axes[0][0].set_ylabel("best % of peak over its bench cases (cold; flagged rows left out)")
     return _save(fig, out, "loc-vs-peak")
 
 

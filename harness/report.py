@@ -179,7 +179,7 @@ def markdown(doc: dict) -> str:
         timed = [r for r in rows if r.get("timing")]
         if timed:
             lines += ["| case | implementation | device ms cold (IQR) | sustained ms | SM MHz cold / sustained |"
-                      " host ms | launch µs | achieved (cold) | % of peak cold / sustained | % of theoretical |"
+                      " host ms | launch µs | achieved (cold) | % of peak cold / sustained | % of theoretical (cold) |"
                       " engine | flag |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
             for r in sorted(timed, key=lambda r: (r["case"], impl_label(r))):
                 t = r["timing"]

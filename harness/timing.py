@@ -170,6 +170,17 @@ class EventEngine:
                 "stopped_by": cold.get("stopped_by")}
 
 
+def on_gpu(device, run, measure) -> dict:
+    """A GPU case's timing: warm up, the cold figures from `measure(run)` (nvbench or events),
+    then the sustained mode."""
+    calls = warm_up(run, device.sync)
+    timing = measure(run)
+    timing["warmup_calls"] = calls
+    timing["sustained"] = sustained(device, run, WARMUP_S / max(calls, 1))
+    timing["device_ms_sustained"] = timing["sustained"]["median_ms"]
+    return timing
+
+
 SUSTAINED_S = 1.0
 SUSTAINED_BATCHES = 10
 

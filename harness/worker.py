@@ -27,7 +27,8 @@ import problems
 from backends.base import Unavailable
 from harness import nvbench_engine, results
 from harness.device import open_device
-from harness.timing import WARMUP_S, EventEngine, host_call_costs, host_engine, sustained, warm_up
+from harness import timing as timing_mod
+from harness.timing import EventEngine, host_call_costs, host_engine
 from problems.base import Case, CheckError, decode, poison
 
 N_SEEDS = 3
@@ -267,14 +268,8 @@ class Worker:
             def timed():
                 last["out"] = b.run()
 
-            on_gpu = s.device.kind == "cuda"
             with s.backend.stream_context(s.stream, s.variant):
-                warm_calls = warm_up(timed, s.device.sync) if on_gpu else 0
-                timing = measure(timed)
-                timing["warmup_calls"] = warm_calls
-                if on_gpu:
-                    timing["sustained"] = sustained(s.device, timed, WARMUP_S / max(warm_calls, 1))
-                    timing["device_ms_sustained"] = timing["sustained"]["median_ms"]
+                timing = timing_mod.on_gpu(s.device, timed, measure) if s.device.kind == "cuda" else measure(timed)
                 if "host_ms" not in timing:
                     timing.update(host_call_costs(timed, s.device.sync))
             s.device.sync()

@@ -32,10 +32,12 @@ def _session(backend: str, variant: str):
 
 
 @functools.lru_cache(maxsize=1)
-def _copy_bytes_per_s() -> float:
+def _copy_references() -> dict:
+    """The measured copy in both timing modes, as roofline reads it from a run's references."""
     from harness import peaks
     from harness.device import CudaDevice
-    return peaks.measure(CudaDevice(), use_nvbench=False)["copy_bytes_per_s"]
+    found = peaks.measure(CudaDevice(), use_nvbench=False)
+    return {k: found[k] for k in ("copy_bytes_per_s", "copy_bytes_per_s_sustained")}
 
 
 @functools.cache
@@ -53,18 +55,19 @@ def _cold_compile_s(backend: str, variant: str, problem: str) -> float | None:
 
 def _measure(impl, case):
     """Check, then device-time one implementation in this process; returns (run, sync, timing, record)."""
-    from harness.timing import EventEngine, host_engine
+    from harness import timing as timing_mod
     s = _session(impl.backend, impl.variant)
     problem = problems.get(impl.problem)
     reason = s.why_not(problem.name, case)
     if reason:
         pytest.skip(f"not applicable: {reason}")
-    run, _, outputs, ref, build_s = s.prepare(problem, case, case.seed)
-    got, first_call = s.call(run, outputs)
-    problem.check(s.fetch(got), ref, case)
+    b = s.prepare(problem, case, case.seed)
+    got, first_call = s.call(b.run, b.outputs)
+    problem.check(s.fetch(got), b.ref, case)
     with s.backend.stream_context(s.stream, s.variant):
-        timing = EventEngine(s.device).measure(run) if s.device.kind == "cuda" else host_engine(run)
-    return s, run, build_s, first_call, timing
+        timing = (timing_mod.on_gpu(s.device, b.run, timing_mod.EventEngine(s.device).measure)
+                  if s.device.kind == "cuda" else timing_mod.host_engine(b.run))
+    return s, b.run, b.build_s, first_call, timing
 
 
 @pytest.mark.skipif(not HAS_GPU, reason="needs an NVIDIA GPU (nvidia-smi lists none)")
@@ -86,7 +89,7 @@ def test_bench(benchmark, impl, case):
                 vendor = registry.Impl(b, v, problem.name)
                 records.append({**record, "backend": b, "variant": v, "timing": _measure(vendor, case)[4]})
                 break
-    refs = {"copy_bytes_per_s": _copy_bytes_per_s() if problem.roofline == "memory" else None}
+    refs = _copy_references() if problem.roofline == "memory" else {}
     roofline.apply({"records": records, "references": refs})
     count = loc.count_implementation(backends.source_path(impl.backend, impl.problem))
     benchmark.group = f"{problem.name} {case.name}"
@@ -95,7 +98,10 @@ def test_bench(benchmark, impl, case):
         engine=timing["engine"], device_ms_cold=timing["device_ms_cold"], device_ms_warm=timing["device_ms_warm"],
         cold_q1_ms=cold.get("q1_ms"), cold_q3_ms=cold.get("q3_ms"),
         cold_noise=cold.get("noise"), cold_samples=cold.get("samples"),
+        device_ms_sustained=timing.get("device_ms_sustained"),
+        sm_clock_mhz_sustained=(timing.get("sustained") or {}).get("sm_clock_mhz"),
         achieved=timing.get("achieved"), unit=timing.get("unit"), pct_of_peak=timing.get("pct_of_peak"),
+        pct_of_peak_sustained=timing.get("pct_of_peak_sustained"), suspect=timing.get("suspect"),
         peak_basis=timing.get("peak_basis"), build_s=build_s, first_call_s=first_call,
         compile_cold_s=_cold_compile_s(impl.backend, impl.variant, impl.problem),
         loc=count.total, kernel_loc=count.kernel)
