@@ -4,9 +4,9 @@ measured the cold one; plus the host-side call costs.
 
 Two modes, because they differ where a kernel is power-bound (a large GEMM): cold samples each
 start on a flushed L2 after a gap, so the GPU rests between them and boosts its clock; sustained
-calls run back to back for a second, as a loop in an application runs them, and the GPU settles at
-the clock its power limit allows (15% slower on an H100 for 8192^3 bf16). Each mode records the
-mean SM clock it ran at.
+calls run back to back (one second untimed, then one timed), as a loop in an application runs
+them, and the GPU settles at the clock its power limit allows (15% slower on an H100 for 8192^3
+bf16). Each mode records the mean SM clock it ran at.
 
 Method (both GPU engines): warm-up calls first; cold samples each follow an L2 flush (a memset of
 twice the L2 size, outside the timed window); sampling stops once the relative standard deviation
@@ -183,11 +183,16 @@ def on_gpu(device, run, measure) -> dict:
 
 SUSTAINED_S = 1.0
 SUSTAINED_BATCHES = 10
+# Back-to-back calls before the timed window, queued with no gap before it: after the cold samples'
+# rests a power-bound GPU needs this long to settle (with none, a GEMM's first batches ran ~3%
+# faster than triton's do_bench in a cool GPU's 2-second median).
+SUSTAINED_LEAD_S = 1.0
 
 
-def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S, batches: int = SUSTAINED_BATCHES) -> dict:
-    """Back-to-back calls (no L2 flush, no gap) for about `seconds`, timed as `batches`
-    consecutive batches by events on the stream; the SM clock is read while they run.
+def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S, batches: int = SUSTAINED_BATCHES,
+              lead_s: float = SUSTAINED_LEAD_S) -> dict:
+    """Back-to-back calls (no L2 flush, no gap): `lead_s` untimed, then about `seconds` timed as
+    `batches` consecutive batches by events on the stream; the SM clock is read while they run.
     `call_s` is the measured wall time of one call, so a launch-bound call does not run for minutes."""
     from cuda.core import EventOptions
     stream, opts = device.stream, EventOptions(timing_enabled=True)
@@ -199,6 +204,8 @@ def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S, batches:
     one_s = max((events[1] - events[0]) / 1e3, call_s, 1e-7)
     per_batch = max(1, int(seconds / batches / one_s))
     clock, mhz = SmClock(device.device.pci_bus_id), []
+    for _ in range(max(1, int(lead_s / one_s))):
+        run()
     stream.record(events[0])
     for k in range(batches):
         for _ in range(per_batch):
@@ -210,7 +217,7 @@ def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S, batches:
         time.sleep(0.01)
     s = summarize([(events[k + 1] - events[k]) / 1e3 / per_batch for k in range(batches)])
     read = [m for m in mhz if m is not None]
-    s.update(calls=per_batch * batches, batches=batches, l2_flushed=False,
+    s.update(calls=per_batch * batches, batches=batches, lead_s=lead_s, l2_flushed=False,
              sm_clock_mhz=statistics.fmean(read) if read else None,
              sm_clock_note=None if read else clock.why_not)
     return s
