@@ -291,7 +291,10 @@ def exclusive(out: Path):
         lock.truncate(0)
         lock.write(f"pid {os.getpid()}")
         lock.flush()
-        yield
+        try:
+            yield
+        finally:
+            os.unlink(lock.name)       # no lock file left among the results
 
 
 RESULT_FILES = ("results.jsonl", "results.json", "summary.csv", "logs", "report.md", "figures", "index.html")
@@ -303,8 +306,9 @@ def set_aside_previous(out: Path) -> Path | None:
     if not (out / "results.jsonl").is_file():
         return None
     try:
-        run_id = json.loads((out / "results.jsonl").read_text().splitlines()[0])["run"]["id"]
-    except (ValueError, KeyError, IndexError):
+        with open(out / "results.jsonl") as f:
+            run_id = json.loads(f.readline())["run"]["id"]
+    except (ValueError, KeyError):
         run_id = f"unknown-{int((out / 'results.jsonl').stat().st_mtime)}"
     dest = out / "previous" / run_id
     dest.mkdir(parents=True, exist_ok=True)

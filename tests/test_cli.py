@@ -109,6 +109,7 @@ def test_a_second_run_into_the_same_out_keeps_the_first(tmp_path):
     kept = json.loads((out / "previous" / first / "results.json").read_text())
     assert kept["run"]["id"] == first and (out / "previous" / first / "logs").is_dir()
     assert json.loads((out / "results.json").read_text())["run"]["id"] != first
+    assert not (out / ".ways-run.lock").exists()
 
 
 def test_two_runs_at_once_into_one_out_are_refused(tmp_path):
