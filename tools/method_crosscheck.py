@@ -37,16 +37,30 @@ def lab_figures(out: Path) -> dict:
     return {(r["problem"], r["case"]): r for r in doc["records"] if r["variant"] == "torch"}
 
 
-def do_bench_ms(problem_name: str, case_name: str) -> float:
+def do_bench_ms(problem_name: str, case_name: str) -> tuple[float, float | None]:
+    """do_bench's median ms, and the mean SM clock (NVML, read every 10 ms) while it ran."""
+    import threading
+
     import triton.testing
+    from harness.timing import SmClock
     from harness.worker import Session
     s = Session("array_api", "torch")
     problem = problems.get(problem_name)
     b = s.prepare(problem, problem.case(case_name), 0)
+    clock, mhz, done = SmClock(s.device.device.pci_bus_id), [], threading.Event()
+
+    def sample():
+        while not done.wait(0.01):
+            mhz.append(clock.read())
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     with s.backend.stream_context(s.stream, s.variant):
         ms = triton.testing.do_bench(b.run, warmup=500, rep=2000, return_mode="median")
     s.device.sync()
-    return ms
+    done.set()
+    sampler.join()
+    read = [m for m in mhz if m is not None]
+    return ms, sum(read) / len(read) if read else None
 
 
 def main(argv=None) -> int:
@@ -58,21 +72,23 @@ def main(argv=None) -> int:
     rows = []
     for p, c in CASES:
         t = lab[(p, c)]["timing"] or {}
-        ref = do_bench_ms(p, c)
+        ref, ref_mhz = do_bench_ms(p, c)
         sus = t.get("device_ms_sustained")
         rows.append({"problem": p, "case": c, "implementation": LABEL, "status": lab[(p, c)]["status"],
                      "lab_cold_ms": t.get("device_ms_cold"), "lab_sustained_ms": sus,
                      "lab_cold_sm_mhz": (t.get("cold") or {}).get("sm_clock_mhz"),
                      "lab_sustained_sm_mhz": (t.get("sustained") or {}).get("sm_clock_mhz"),
-                     "do_bench_median_ms": ref, "sustained_vs_do_bench": sus / ref - 1 if sus else None})
+                     "do_bench_median_ms": ref, "do_bench_sm_mhz": ref_mhz,
+                     "sustained_vs_do_bench": sus / ref - 1 if sus else None})
     (args.out / "crosscheck.json").write_text(json.dumps(rows, indent=1) + "\n")
-    lines = ["| problem | case | lab cold ms (SM MHz) | lab sustained ms (SM MHz) | do_bench median ms |"
+    lines = ["| problem | case | lab cold ms (SM MHz) | lab sustained ms (SM MHz) | do_bench median ms (SM MHz) |"
              " sustained vs do_bench |", "|---|---|---:|---:|---:|---:|"]
     for r in rows:
         diff = r["sustained_vs_do_bench"]
         lines.append(f"| {r['problem']} | {r['case']} | {r['lab_cold_ms']:.4g} ({r['lab_cold_sm_mhz'] or 0:.0f}) | "
                      f"{r['lab_sustained_ms']:.4g} ({r['lab_sustained_sm_mhz'] or 0:.0f}) | "
-                     f"{r['do_bench_median_ms']:.4g} | {100 * diff:+.1f}% |" if diff is not None else
+                     f"{r['do_bench_median_ms']:.4g} ({r['do_bench_sm_mhz'] or 0:.0f}) | {100 * diff:+.1f}% |"
+                     if diff is not None else
                      f"| {r['problem']} | {r['case']} | {r['status']} | | {r['do_bench_median_ms']:.4g} | |")
     (args.out / "crosscheck.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
