@@ -60,6 +60,7 @@ def _kill(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+EXIT_GRACE_S = 60.0             # a worker that closed its event pipe gets this long to exit
 LOG_CAP_BYTES = 16 << 20       # per worker: a worker printing without end neither blocks nor fills the disk
 
 
@@ -145,17 +146,23 @@ def run_items(backend: str, variant: str, items: list, scratch: Path, log: Path,
                     current = None
                 on_event(index, event)
                 deadline = time.monotonic() + item_timeout
+        except BaseException:
+            _kill(proc)            # an interrupt of the parent: no worker outlives it
+            raise
         finally:
             os.close(read_fd)
-            if timed_out or proc.poll() is None:
-                _kill(proc)        # a hang, or an interrupt of the parent: no worker outlives it
-            drain.join(timeout=10)
         if timed_out:
+            _kill(proc)
             what = f"timed out after {item_timeout:g} s" if current is not None else \
                 f"worker gave no sign of life for {startup_timeout:g} s"
         else:
-            rc = proc.wait()
+            try:
+                rc = proc.wait(timeout=EXIT_GRACE_S)
+            except subprocess.TimeoutExpired:      # closed its pipe but does not exit
+                _kill(proc)
+                rc = proc.returncode
             what = f"worker died: {_exit_text(rc)}" if rc != 0 else "worker exited (code 0) without finishing"
+        drain.join(timeout=10)
         rest = [i for i in pending if i not in finished]
         tail = f"\n--- worker log (tail) ---\n{_tail(log, log_start)}"
         if current is not None:
