@@ -28,10 +28,6 @@ def new_record(problem: str, case, backend: str, variant: str) -> dict:
             "compile": None, "loc": None, "work": None, "timing": None}
 
 
-def finite_or_none(x):
-    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
-
-
 def finite(obj):
     """`obj` with every NaN or infinite float (a timer's statistic of nothing) made None, so it
     stays valid JSON."""

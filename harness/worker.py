@@ -171,8 +171,8 @@ def checked(s: Session, problem, case: Case, rec: dict, got: dict, ref: dict, wh
         res = problem.check(host, ref, case)
     except CheckError as bad:
         rec.update(status="wrong", error=f"{when}: {bad}",
-                   max_abs_err=results.finite_or_none(bad.result.max_abs_err),
-                   max_rel_err=results.finite_or_none(bad.result.max_rel_err))
+                   max_abs_err=results.finite(bad.result.max_abs_err),
+                   max_rel_err=results.finite(bad.result.max_rel_err))
         return None
     rec.update(status="ok", max_abs_err=max(rec["max_abs_err"] or 0.0, res.max_abs_err),
                max_rel_err=max(rec["max_rel_err"] or 0.0, res.max_rel_err))
