@@ -9,7 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from harness import loc
-from harness.report import clock_pair, fmt, impl_label, pct_pair, per_impl, time_pair, title
+from harness.report import fmt, impl_label, per_impl, title
 from harness.results import flag, flag_note
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,12 +98,16 @@ def _environment(doc: dict) -> str:
 def _timed_table(rows: list[dict]) -> str:
     timed = sorted((r for r in rows if r.get("timing")),
                    key=lambda r: (r["case"], r["timing"].get("device_ms_cold") or float("inf")))
-    body = [[r["case"], impl_label(r), time_pair(r["timing"]), fmt(r["timing"].get("host_ms"), ".4g"),
-             f"{fmt(r['timing'].get('achieved'), '.4g')} {r['timing'].get('unit') or ''}",
-             pct_pair(r["timing"]), clock_pair(r["timing"]), _badge(r)] for r in timed]
-    return _table(["case", "implementation", "device ms cold / sustained", "host ms", "achieved (cold)",
-                   "% of peak cold / sustained", "SM MHz cold / sustained", "flag"], body,
-                  {2, 3, 4, 5, 6}) if body else ""
+    def cells(t):       # one sortable number a column: cold and sustained apart
+        cold, sus = t.get("cold") or {}, t.get("sustained") or {}
+        return [fmt(t.get("device_ms_cold"), ".4g"), fmt(t.get("device_ms_sustained"), ".4g"),
+                fmt(t.get("host_ms"), ".4g"), f"{fmt(t.get('achieved'), '.4g')} {t.get('unit') or ''}",
+                fmt(t.get("pct_of_peak"), ".1f"), fmt(t.get("pct_of_peak_sustained"), ".1f"),
+                fmt(cold.get("sm_clock_mhz"), ".0f"), fmt(sus.get("sm_clock_mhz"), ".0f")]
+    body = [[r["case"], impl_label(r), *cells(r["timing"]), _badge(r)] for r in timed]
+    return _table(["case", "implementation", "cold ms", "sustained ms", "host ms", "achieved (cold)",
+                   "% of peak cold", "% of peak sustained", "SM MHz cold", "SM MHz sustained", "flag"], body,
+                  set(range(2, 10))) if body else ""
 
 
 def _impl_table(rows: list[dict]) -> str:
