@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from harness import gpu
+from harness.measure import gpu
 
 
 JIT_CACHES = {

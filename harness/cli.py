@@ -10,7 +10,8 @@ from pathlib import Path
 
 import backends
 import problems
-from harness import gpu, registry
+from harness.measure import gpu
+from harness.run import registry
 from problems.base import dtype_of
 
 
@@ -105,7 +106,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_env(args) -> int:
-    from harness import env
+    from harness.measure import env
     info = env.collect()
     print(f"python   {info['python']} ({info['platform']})")
     print(f"commit   {info['git_commit'] or '?'}")
@@ -127,9 +128,9 @@ def cmd_env(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from harness.progress import RichProgress
-    from harness.runner import Options, OutputBusy, Run
-    from harness.summary import print_summary
+    from harness.report.terminal import print_summary
+    from harness.run.progress import RichProgress
+    from harness.run.runner import Options, OutputBusy, Run
     try:
         registry.select(args.problem, args.backend)
     except ValueError as exc:
@@ -176,7 +177,7 @@ def _interrupt(signum, frame):
 
 
 def _load_all(paths: list[str]) -> list[dict]:
-    from harness import merge
+    from harness.results import merge
     try:
         return [merge.load(p) for p in paths]
     except merge.NotResults as exc:
@@ -184,18 +185,19 @@ def _load_all(paths: list[str]) -> list[dict]:
 
 
 def cmd_report(args) -> int:
-    from harness import merge, report
+    from harness.report import markdown
+    from harness.results import merge
     docs = _load_all(args.results)
     doc = merge.merge(docs, args.results)
     out = writable_dir(args.out) if args.out else Path(args.results[0]).parent
     if len(docs) > 1:
         (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
-    text = report.markdown(doc)
+    text = markdown.markdown(doc)
     (out / "report.md").write_text(text + "\n")
     print(text)
     written = [out / "report.md"] + ([out / "results.json"] if len(docs) > 1 else [])
     try:
-        from harness import figures
+        from harness.report import figures
         paths = figures.write_all(doc, out / "figures")
     except ImportError as exc:
         if args.html:
@@ -204,12 +206,12 @@ def cmd_report(args) -> int:
         paths = []
     written += paths
     if args.html:
-        from harness import html_report
+        from harness.report import page
         try:
-            page = html_report.render(doc, paths)
+            html = page.render(doc, paths)
         except ImportError as exc:
             raise UsageError(f"--html needs pygments (pip install '.[report]'): {exc}") from None
-        (out / "index.html").write_text(page)
+        (out / "index.html").write_text(html)
         written.append(out / "index.html")
     more = f" and {len(written) - 4} more" if len(written) > 4 else ""
     print(f"\nwritten: {', '.join(str(p) for p in written[:4])}{more}")
@@ -217,7 +219,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from harness import compare
+    from harness.results import compare
     if not 0 <= args.threshold < 10:
         raise UsageError(f"--threshold {args.threshold} must be a fraction such as 0.05")
     doc_a, doc_b = _load_all([args.a, args.b])

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 import backends
-from harness import gpu, registry
-from harness.runner import Options, Run
+from harness.measure import gpu
+from harness.run import registry
+from harness.run.runner import Options, Run
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD_BACKENDS = str(ROOT / "tests" / "fixtures" / "bad_backends")

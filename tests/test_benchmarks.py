@@ -12,7 +12,8 @@ import pytest
 
 import backends
 import problems
-from harness import loc, registry, roofline, supervise
+from harness.measure import loc, roofline
+from harness.run import registry, supervise
 from tests.conftest import HAS_GPU
 
 
@@ -27,15 +28,15 @@ def _params():
 
 @functools.cache
 def _session(backend: str, variant: str):
-    from harness.worker import Session
+    from harness.run.session import Session
     return Session(backend, variant)
 
 
 @functools.lru_cache(maxsize=1)
 def _copy_references() -> dict:
     """The measured copy in both timing modes, as roofline reads it from a run's references."""
-    from harness import peaks
-    from harness.device import CudaDevice
+    from harness.measure import peaks
+    from harness.measure.device import CudaDevice
     found = peaks.measure(CudaDevice(), use_nvbench=False)
     return {k: found[k] for k in ("copy_bytes_per_s", "copy_bytes_per_s_sustained")}
 
@@ -55,7 +56,7 @@ def _cold_compile_s(backend: str, variant: str, problem: str) -> float | None:
 
 def _measure(impl, case):
     """Check, then device-time one implementation in this process; returns (run, sync, timing, record)."""
-    from harness import timing as timing_mod
+    from harness.measure import timing as timing_mod
     s = _session(impl.backend, impl.variant)
     problem = problems.get(impl.problem)
     reason = s.why_not(problem.name, case)

@@ -131,7 +131,7 @@ def test_an_interrupted_run_leaves_valid_results_and_no_worker(tmp_path, bad_bac
     import signal
     import time
 
-    from harness import results
+    from harness.results import records
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "-b", "array_api[numpy]", "-b", "broken",
                              "-p", "segreduce", "--cases", "test", "--no-compile", "--timeout", "120",
@@ -146,8 +146,8 @@ def test_an_interrupted_run_leaves_valid_results_and_no_worker(tmp_path, bad_bac
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted" in err, err
     doc = json.loads((out / "results.json").read_text())
-    results.validate(doc)
+    records.validate(doc)
     assert doc["run"]["complete"] is False
     assert any(r["backend"] == "array_api" and r["status"] == "ok" for r in doc["records"])
-    left = subprocess.run(["pgrep", "-f", "harness.worker run --backend broken"], capture_output=True, text=True)
+    left = subprocess.run(["pgrep", "-f", "harness.run.worker run --backend broken"], capture_output=True, text=True)
     assert left.stdout.strip() == "", "a worker outlived the interrupted run"

@@ -7,7 +7,7 @@ import importlib.metadata
 import pytest
 
 import backends
-from harness import gpu
+from harness.measure import gpu
 from tests.conftest import ROOT, run_lab
 
 

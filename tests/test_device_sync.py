@@ -3,8 +3,9 @@ backend that uploads on a stream of its own cannot make a correct kernel 'wrong'
 the sidestream fixture's uploads are deferred work that lands only at a device-wide sync."""
 import backends
 import problems
-from harness import results, worker
-from harness.device import HostDevice
+from harness.measure.device import HostDevice
+from harness.results import records
+from harness.run import session
 
 
 class DeferredDevice(HostDevice):
@@ -21,12 +22,12 @@ class DeferredDevice(HostDevice):
 
 def test_uploads_on_another_stream_come_out_ok(bad_backends, monkeypatch):
     backend = backends.get("sidestream")
-    monkeypatch.setattr(worker, "open_device", lambda kind: DeferredDevice(backend))
-    s = worker.Session("sidestream", "numpy")
+    monkeypatch.setattr(session, "open_device", lambda kind: DeferredDevice(backend))
+    s = session.Session("sidestream", "numpy")
     problem = problems.get("elementwise")
     for case in [c for c in problem.cases() if c.kind == "test" and c.dtype == "float32"]:
-        rec = results.new_record(problem.name, case, "sidestream", "numpy")
-        worker.check_case(s, problem, case, rec, None)
+        rec = records.new_record(problem.name, case, "sidestream", "numpy")
+        session.check_case(s, problem, case, rec, None)
         assert rec["status"] == "ok", rec["error"]
         assert not backend.pending
     assert s.device.syncs > 0
@@ -35,11 +36,11 @@ def test_uploads_on_another_stream_come_out_ok(bad_backends, monkeypatch):
 def test_a_worker_that_did_not_sync_would_be_caught(bad_backends, monkeypatch):
     """The control: the same fixture on a device that never runs the deferred copies is wrong."""
     backend = backends.get("sidestream")
-    monkeypatch.setattr(worker, "open_device", lambda kind: HostDevice())
-    s = worker.Session("sidestream", "numpy")
+    monkeypatch.setattr(session, "open_device", lambda kind: HostDevice())
+    s = session.Session("sidestream", "numpy")
     problem = problems.get("elementwise")
     case = problem.case("1001-float32")
-    rec = results.new_record(problem.name, case, "sidestream", "numpy")
-    worker.check_case(s, problem, case, rec, None)
+    rec = records.new_record(problem.name, case, "sidestream", "numpy")
+    session.check_case(s, problem, case, rec, None)
     backend.pending.clear()
     assert rec["status"] == "wrong"

@@ -19,7 +19,7 @@ def test_illegal_memory_access_is_contained(tmp_path, bad_backends):
 
 
 def _only(monkeypatch, names):
-    from harness import registry
+    from harness.run import registry
     real = registry.cases_for
     monkeypatch.setattr(registry, "cases_for",
                         lambda p, kinds, custom=None: [c for c in real(p, kinds, custom) if c.name in names])
@@ -40,8 +40,9 @@ def test_cheats_on_the_gpu_come_out_wrong_or_suspect(tmp_path, bad_backends, mon
     """A replayed axpy (150% of the copy) is wrong; row sums on a private stream pass the check
     but their timing is suspect, in every view."""
     pytest.importorskip("cupy", reason="the fixtures are written with CuPy")
-    from harness import report, results
-    from harness.summary import print_summary
+    from harness.report import markdown
+    from harness.report.terminal import print_summary
+    from harness.results import records
     _only(monkeypatch, {"268435456-float32", "8192x32768-float32"})
     doc = run_lab(tmp_path, backends_=["cheat[cupy]", "offstream"], problems=["elementwise", "segreduce"],
                   kinds=("bench",))
@@ -49,13 +50,13 @@ def test_cheats_on_the_gpu_come_out_wrong_or_suspect(tmp_path, bad_backends, mon
     assert replay["status"] == "wrong" and "new values written into the same input arrays" in replay["error"]
     [hidden] = [r for r in doc["records"] if r["backend"] == "offstream"]
     assert hidden["status"] == "ok" and hidden["timing"]["suspect"], (hidden["error"][-3000:], hidden["timing"])
-    assert results.flag(hidden) == "suspect"
-    text = report.markdown(doc)
+    assert records.flag(hidden) == "suspect"
+    text = markdown.markdown(doc)
     assert "**SUSPECT**" in text.split("## Headline")[1].split("\n## ")[0] and "**WRONG**" in text
     csv_text = (tmp_path / "out" / "summary.csv").read_text()
     assert ",suspect," in csv_text and ",wrong," in csv_text
     print_summary(doc)
-    assert report.per_impl(doc["records"])[("segreduce", "offstream[cupy]")]["best_pct"] is None
+    assert markdown.per_impl(doc["records"])[("segreduce", "offstream[cupy]")]["best_pct"] is None
 
 
 def test_both_timing_modes_carry_their_clock(tmp_path, monkeypatch):

@@ -7,8 +7,10 @@ import json
 
 import pytest
 
-from harness import report, results, roofline
-from harness.summary import print_summary
+from harness.measure import roofline
+from harness.report import markdown
+from harness.report.terminal import print_summary
+from harness.results import records
 from tests.conftest import ROOT
 
 NVRTC = ROOT / "reports/h100/full_control/nvrtc/results.json"
@@ -37,13 +39,13 @@ def _row(d, dtype):
 
 def test_the_record_carries_the_flag_and_its_reason(doc):
     cheat, wrong = _row(doc, "float32"), _row(doc, "float16")
-    assert results.flag(cheat) == "suspect" and "copy" in cheat["timing"]["suspect"]
-    assert results.flag(wrong) == "wrong" and "new values" in results.flag_note(wrong)
-    assert results.flag(_row(doc, "bfloat16")) == ""
+    assert records.flag(cheat) == "suspect" and "copy" in cheat["timing"]["suspect"]
+    assert records.flag(wrong) == "wrong" and "new values" in records.flag_note(wrong)
+    assert records.flag(_row(doc, "bfloat16")) == ""
 
 
 def test_flagged_rows_never_count_as_best(doc):
-    best = report.per_impl(doc["records"])[("elementwise", "nvrtc")]["best_pct"]
+    best = markdown.per_impl(doc["records"])[("elementwise", "nvrtc")]["best_pct"]
     assert best == pytest.approx(_row(doc, "bfloat16")["timing"]["pct_of_peak"])
     assert best < _row(doc, "float32")["timing"]["pct_of_peak"]
 
@@ -58,7 +60,7 @@ def test_cli_tables_show_the_flags(doc, capsys):
 
 
 def test_markdown_headline_and_tables_show_the_flags(doc):
-    text = report.markdown(doc)
+    text = markdown.markdown(doc)
     headline = text.split("## Headline")[1].split("\n## ")[0]
     assert any("nvrtc" in x and CASE in x and "**SUSPECT**" in x for x in headline.splitlines())
     table = text.split("\n## elementwise")[1]
@@ -69,14 +71,14 @@ def test_markdown_headline_and_tables_show_the_flags(doc):
 
 def test_html_page_shows_badges(doc):
     pytest.importorskip("pygments", reason="the HTML page needs pygments (pip install '.[report]')")
-    from harness import html_report
-    page = html_report.render(doc, [])
+    from harness.report import page
+    page = page.render(doc, [])
     assert page.count("<span class=flag") >= 2
     assert ">SUSPECT</span>" in page and ">WRONG</span>" in page and "of the copy measured" in page
 
 
 def test_summary_csv_has_the_flag_columns(doc, tmp_path):
-    results.write_summary(doc, tmp_path)
+    records.write_summary(doc, tmp_path)
     rows = list(csv.DictReader(io.StringIO((tmp_path / "summary.csv").read_text())))
     by = {(r["problem"], r["case"], r["kind"]): r for r in rows}
     assert by[("elementwise", CASE, "bench")]["flag"] == "suspect"

@@ -1,5 +1,5 @@
 """The LOC counter: logical lines, no comments/docstrings/blanks, kernel sources line by line."""
-from harness.loc import count_file, count_source
+from harness.measure.loc import count_file, count_source
 
 SAMPLE = '''"""Module docstring."""
 import numpy as np  # a comment
@@ -50,7 +50,7 @@ def test_array_api_files_have_no_kernel_lines():
 
 def test_backend_private_helpers_count_in_each_file_that_imports_them():
     from backends import source_path
-    from harness.loc import count_implementation
+    from harness.measure.loc import count_implementation
     path = source_path("numba_simt", "elementwise")
     helper = count_file(path.parent / "_common.py")
     assert count_implementation(path).total == count_file(path).total + helper.total

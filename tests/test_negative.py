@@ -2,7 +2,7 @@
 wrong ones come out 'wrong', crashing/hanging/raising ones 'failed', and the sweep goes on."""
 import pytest
 
-from harness import registry, supervise
+from harness.run import registry, supervise
 from problems.base import Case
 from tests.conftest import run_lab
 

@@ -3,7 +3,7 @@ import pytest
 
 import backends
 import problems
-from harness import registry
+from harness.run import registry
 
 
 def test_problems_and_backends_are_discovered_from_files():

@@ -7,7 +7,8 @@ import shutil
 
 import pytest
 
-from harness import compare, merge, report
+from harness.report import markdown
+from harness.results import compare, merge
 from tests.conftest import ROOT
 from tests.test_cli import ways
 
@@ -97,7 +98,7 @@ def test_merging_runs_from_two_gpus_tags_each_implementation():
     labels = {(r["source"]["tag"], r["backend"]) for r in doc["records"]}
     assert ("H100", "cute_dsl") in labels and ("H200", "cute_dsl") in labels
     assert len(doc["records"]) == 2 * len(a["records"])
-    text = report.markdown(doc)
+    text = markdown.markdown(doc)
     assert text.startswith("# ways results: NVIDIA H100 80GB HBM3 + NVIDIA H200")
     assert "- Device-to-device copy on NVIDIA H200, measured in this run: **" in text
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from harness import results
-from harness.runner import summarize
+from harness.results import records
+from harness.run.runner import summarize
 from tests.conftest import ROOT, run_lab
 
 
@@ -19,9 +19,9 @@ def cpu_run(tmp_path_factory):
 
 def test_results_validate_against_the_schema(cpu_run):
     out, doc = cpu_run
-    results.validate(doc)
-    results.validate(json.loads((out / "results.json").read_text()))
-    assert doc["schema_version"] == results.SCHEMA_VERSION and doc["run"]["complete"]
+    records.validate(doc)
+    records.validate(json.loads((out / "results.json").read_text()))
+    assert doc["schema_version"] == records.SCHEMA_VERSION and doc["run"]["complete"]
     env = doc["environment"]
     assert env["python"] and "numpy" in env["versions"]
 
@@ -44,9 +44,9 @@ def test_summary_csv_has_exactly_the_columns(cpu_run):
     with open(out / "summary.csv") as f:
         reader = csv.DictReader(f)
         rows = list(reader)
-    assert tuple(reader.fieldnames) == results.CSV_COLUMNS
+    assert tuple(reader.fieldnames) == records.CSV_COLUMNS
     assert len(rows) == len(doc["records"])
-    assert {r["status"] for r in rows} <= set(results.STATUSES)
+    assert {r["status"] for r in rows} <= set(records.STATUSES)
 
 
 def test_interrupted_run_keeps_what_it_measured(cpu_run, tmp_path):
@@ -57,13 +57,13 @@ def test_interrupted_run_keeps_what_it_measured(cpu_run, tmp_path):
     partial.write_text("\n".join(cut) + "\n")
     doc = summarize(partial)
     assert not doc["run"]["complete"] and doc["records"]
-    results.validate(doc)
+    records.validate(doc)
 
 
 def test_committed_results_validate():
     found = sorted((ROOT / "reports").rglob("results.json"))
     for path in found:
-        results.validate(json.loads(path.read_text()))
+        records.validate(json.loads(path.read_text()))
     if not found:
         pytest.skip("no results committed under reports/ yet")
 
@@ -72,5 +72,5 @@ def test_non_finite_figures_become_null():
     """nvbench reports NaN statistics for a kernel it timed as nothing: the record stays JSON."""
     import json
     rec = {"timing": {"cold": {"noise": float("nan"), "samples": [1.0, float("inf")]}, "median_ms": 0.5}}
-    assert json.loads(json.dumps(results.finite(rec), allow_nan=False)) == \
+    assert json.loads(json.dumps(records.finite(rec), allow_nan=False)) == \
         {"timing": {"cold": {"noise": None, "samples": [1.0, None]}, "median_ms": 0.5}}

@@ -3,7 +3,7 @@ import shutil
 
 import pytest
 
-from harness import nvbench_engine, roofline, timing
+from harness.measure import nvbench_engine, roofline, timing
 from tests.conftest import ROOT
 
 SAMPLE = ROOT / "tests" / "fixtures" / "nvbench_h100_sample.json"

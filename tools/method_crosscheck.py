@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 import problems
-from harness import registry
-from harness.runner import Options, Run
+from harness.run import registry
+from harness.run.runner import Options, Run
 
 CASES = [("segreduce", "8192x32768-float32"), ("elementwise", "268435456-float32"),
          ("gemm", "8192x8192x8192-bfloat16")]
@@ -42,8 +42,9 @@ def do_bench_ms(problem_name: str, case_name: str) -> tuple[float, float | None]
     import threading
 
     import triton.testing
-    from harness.timing import SmClock
-    from harness.worker import Session
+
+    from harness.measure.timing import SmClock
+    from harness.run.session import Session
     s = Session("array_api", "torch")
     problem = problems.get(problem_name)
     b = s.prepare(problem, problem.case(case_name), 0)

@@ -6,8 +6,8 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-from harness.report import impl_label, per_impl
-from harness.results import flag
+from harness.report.markdown import per_impl
+from harness.results.records import flag, impl_label
 
 
 def _plt():

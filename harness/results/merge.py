@@ -7,7 +7,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from harness.results import SCHEMA_VERSION
+from harness.results.records import SCHEMA_VERSION
 
 
 class NotResults(ValueError):

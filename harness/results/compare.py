@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.merge import gpu_name
-from harness.report import impl_label
-from harness.results import flag
+from harness.results.merge import gpu_name
+from harness.results.records import flag, impl_label
 
 
 @dataclass

@@ -8,11 +8,10 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from harness import loc
-from harness.report import fmt, impl_label, per_impl, title
-from harness.results import flag, flag_note
-
-ROOT = Path(__file__).resolve().parent.parent
+from harness import ROOT
+from harness.measure import loc
+from harness.report.markdown import fmt, per_impl, title
+from harness.results.records import flag, flag_note, impl_label
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; padding: 0 1em; color: #222; }

@@ -1,6 +1,7 @@
-# ruff: noqa  (the probe exactly as it ran on the node, kept as a record)
-"""The issue-6 probe on the H100 (run as `python3 reports/h100/full_control/probe.py overhead cute nvrtc`
-with the CuTe DSL bundle): nvrtc GEMM tile variants, CuTe DSL GEMM configurations (the lab kernel
+# ruff: noqa  (the probe as it ran on the node for issue 6, kept as the record of how its figures were made)
+"""The issue-6 probe on the H100 (run from the checkout as `python3 tools/full_control_probe.py overhead
+cute nvrtc` with the CuTe DSL bundle; it ran as reports/h100/full_control/probe.py, where its
+figures, probe.json, still are): nvrtc GEMM tile variants, CuTe DSL GEMM configurations (the lab kernel
 and the example's persistent variant), and CuTe DSL launch overhead with and without TVM-FFI.
 Needs scratch/cdsl/dense_gemm_persistent_lab.py: CUTLASS's examples/python/CuTeDSL/cute/hopper/kernel/
 dense_gemm/dense_gemm_persistent.py with BFloat16 added to is_valid_dtypes (as PR NVIDIA/cutlass#3648).

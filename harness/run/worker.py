@@ -1,38 +1,31 @@
 """One backend variant's work, in a process of its own: check every case, then (bench cases)
 time it. Records go to the parent as JSON lines on a pipe; a crash here costs one item, not the run.
 
-    python -m harness.worker run --backend B --variant V --items ITEMS.json --fd N --scratch DIR
-    python -m harness.worker compile --backend B --variant V --problem P   (one cold/warm build)
-    python -m harness.worker export --backend B --variant V --problem P    (compile-only, no GPU)
-    python -m harness.worker peaks                                          (copy bandwidth, peaks)
+    python -m harness.run.worker run --backend B --variant V --items ITEMS.json --fd N --scratch DIR
+    python -m harness.run.worker compile --backend B --variant V --problem P   (one cold/warm build)
+    python -m harness.run.worker export --backend B --variant V --problem P    (compile-only, no GPU)
+    python -m harness.run.worker peaks                                          (copy bandwidth, peaks)
 """
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
-import pickle
 import re
 import sys
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
 
 import backends
 import problems
 from backends.base import Unavailable
-from harness import nvbench_engine, results
-from harness.device import open_device
-from harness import timing as timing_mod
-from harness.timing import EventEngine, host_call_costs, host_engine
-from problems.base import Case, CheckError, decode, poison
-
-N_SEEDS = 3
-
+from harness.measure import nvbench_engine
+from harness.measure import timing as timing_mod
+from harness.measure.timing import EventEngine, host_call_costs, host_engine
+from harness.results import records
+from harness.run.session import Session, check_case, checked, follows_new_inputs, why_not
+from problems.base import Case
 
 CUDA_ERROR = re.compile(r"CUDA error: ([^\n]+)|(CUDA_ERROR_\w+|cudaError\w+)[:\s]*([^\n]*)")
 
@@ -49,178 +42,6 @@ def failure_text() -> str:
     return f"{line[:300]}\n{traceback.format_exc()}"
 
 
-def why_not(backend, variant: str, module, problem: str, case: Case) -> str | None:
-    """None, or why the implementation cannot take the case (the backend's reason, else its file's)."""
-    reason = backend.supports(problem, case, variant)
-    supports = getattr(module, "supports", None)
-    return reason or (supports(case) if supports else None)
-
-
-class Session:
-    """A backend variant loaded in this process, with its device and stream."""
-
-    def __init__(self, backend_name: str, variant: str):
-        self.backend = backends.get(backend_name)
-        self.variant = variant
-        self.backend.load(variant)       # imports the tool; raises Unavailable with the reason
-        self.device = open_device(self.backend.device(variant))
-        self.stream = self.backend.stream(self.device.handle, variant)
-        self.modules: dict[str, object] = {}
-
-    def module(self, problem: str):
-        if problem not in self.modules:
-            self.modules[problem] = backends.implementation(self.backend.name, problem)
-        return self.modules[problem]
-
-    def why_not(self, problem: str, case: Case) -> str | None:
-        return why_not(self.backend, self.variant, self.module(problem), problem, case)
-
-    def upload(self, host: dict, dtype: str) -> dict:
-        return {k: self.backend.to_device(v, dtype, self.variant) if isinstance(v, np.ndarray) else v
-                for k, v in host.items()}
-
-    def prepare(self, problem, case: Case, seed: int, cache: Path | None = None) -> Built:
-        """Fresh inputs, the reference, poisoned outputs, and the implementation built on them."""
-        host_inputs, ref = case_data(problem, case, seed, cache)
-        inputs = self.upload(host_inputs, case.dtype)
-        outputs = {name: self.backend.to_device(poison(shape, dt), dt, self.variant)
-                   for name, (shape, dt) in problem.output_spec(case).items()}
-        self.device.sync()
-        with self.backend.stream_context(self.stream, self.variant):
-            t0 = time.perf_counter()
-            build = self.module(problem.name).build
-            # a backend with variants tells its implementation which one through `variant`
-            extra = {"variant": self.variant} if "variant" in inspect.signature(build).parameters else {}
-            run = build(case, inputs, outputs, self.stream, **extra)
-            self.device.sync()
-            build_s = time.perf_counter() - t0
-        return Built(run, host_inputs, inputs, outputs, ref, build_s)
-
-    def call(self, run, outputs: dict) -> tuple[dict, float]:
-        """One call, the whole device synchronized before and after; the outputs it wrote (or
-        returned) and its wall time."""
-        self.device.sync()
-        with self.backend.stream_context(self.stream, self.variant):
-            t0 = time.perf_counter()
-            returned = run()
-            self.device.sync()
-            elapsed = time.perf_counter() - t0
-        return (returned if returned is not None else outputs), elapsed
-
-    def negate_inputs(self, problem, case: Case, b: Built) -> dict:
-        """Write the negated inputs into the arrays `b.run` was built on; their reference."""
-        host, ref = problem.negated(case, b.host_inputs, b.ref)
-        self.device.sync()
-        for name in problem.linear_inputs:
-            self.backend.overwrite(b.inputs[name], host[name], case.dtype, self.variant)
-        self.device.sync()
-        b.host_inputs, b.ref = host, ref
-        return ref
-
-    def changed_inputs(self, b: Built) -> str | None:
-        """None, or which input arrays a call modified (an implementation must leave them be)."""
-        changed = []
-        for name, dev in b.inputs.items():
-            if isinstance(b.host_inputs[name], np.ndarray):
-                now = self.backend.to_host(dev, self.variant)
-                if not np.array_equal(now, b.host_inputs[name]):
-                    changed.append(f"{name!r} ({int(np.sum(now != b.host_inputs[name]))} elements)")
-        return f"run() modified its input {', '.join(changed)}" if changed else None
-
-    def fetch(self, arrays: dict) -> dict:
-        return {k: self.backend.to_host(v, self.variant) for k, v in arrays.items()}
-
-
-@dataclass
-class Built:
-    """An implementation built on one set of inputs: its run(), the inputs (host and device),
-    the poisoned outputs, the reference and the build time."""
-    run: object
-    host_inputs: dict
-    inputs: dict
-    outputs: dict
-    ref: dict
-    build_s: float
-
-
-def case_data(problem, case: Case, seed: int, cache: Path | None):
-    """Host inputs and reference for (case, seed): made once a run and shared by its workers,
-    since a 1 GiB input and its float64 reference take longer to make than to time."""
-    if cache is None:
-        inputs = problem.make_inputs(case, seed)
-        return inputs, problem.reference(case, inputs)
-    path = cache / "case-data" / problem.name / f"{case.name}.seed{seed}.pkl"
-    if path.is_file():
-        with open(path, "rb") as f:
-            return pickle.load(f)
-    inputs = problem.make_inputs(case, seed)
-    data = inputs, problem.reference(case, inputs)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        pickle.dump(data, f, protocol=5)
-    os.replace(tmp, path)
-    return data
-
-
-def checked(s: Session, problem, case: Case, rec: dict, got: dict, ref: dict, when: str) -> dict | None:
-    """Compare outputs with the reference: on a mismatch mark `rec` wrong (saying when) and return
-    None; else keep the worst errors, mark it ok and return the outputs on the host."""
-    host = s.fetch(got)
-    try:
-        res = problem.check(host, ref, case)
-    except CheckError as bad:
-        rec.update(status="wrong", error=f"{when}: {bad}",
-                   max_abs_err=results.finite(bad.result.max_abs_err),
-                   max_rel_err=results.finite(bad.result.max_rel_err))
-        return None
-    rec.update(status="ok", max_abs_err=max(rec["max_abs_err"] or 0.0, res.max_abs_err),
-               max_rel_err=max(rec["max_rel_err"] or 0.0, res.max_rel_err))
-    return host
-
-
-def follows_new_inputs(s: Session, problem, case: Case, rec: dict, b: Built, when: str) -> bool:
-    """Negate the inputs in place under the built implementation and check one more call: a
-    result computed once and replayed (or a stale cache) comes out wrong here."""
-    ref = s.negate_inputs(problem, case, b)
-    got, _ = s.call(b.run, b.outputs)
-    return checked(s, problem, case, rec, got, ref, f"{when}, on new values written into the same input arrays") \
-        is not None
-
-
-def check_case(s: Session, problem, case: Case, rec: dict, scratch: Path | None) -> None:
-    """Every seed: fresh inputs, poisoned outputs, build, one call, compare; on the first seed also
-    that the call left its inputs alone and that a second call follows new input values."""
-    seeds = [case.seed + i for i in range(N_SEEDS if case.kind == "test" else 1)]
-    for i, seed in enumerate(seeds):
-        b = s.prepare(problem, case, seed, scratch)
-        got, first_call = s.call(b.run, b.outputs)
-        if i == 0:
-            rec["build_s"], rec["first_call_s"] = b.build_s, first_call
-        rec["seeds"].append(seed)
-        host = checked(s, problem, case, rec, got, b.ref, f"seed {seed}")
-        if host is None:
-            return
-        if i == 0:
-            if scratch is not None:
-                save_for_crosscheck(scratch, problem, case, s, host)
-            changed = s.changed_inputs(b)
-            if changed:
-                rec.update(status="wrong", error=f"seed {seed}: {changed}")
-                return
-            if not follows_new_inputs(s, problem, case, rec, b, f"seed {seed}"):
-                return
-
-
-def save_for_crosscheck(scratch: Path, problem, case: Case, s: Session, host: dict) -> None:
-    folder = scratch / "outputs" / problem.name / case.name
-    folder.mkdir(parents=True, exist_ok=True)
-    label = s.backend.label(s.variant)
-    for name, (_, dt) in problem.output_spec(case).items():
-        if name in host and np.asarray(host[name]).dtype == np.dtype(problems.base.DTYPES[dt].storage):
-            np.save(folder / f"{label}.{name}.npy", decode(host[name], dt, np.float32))
-
-
 class Worker:
     """Checks test cases, then checks and times bench cases, reporting each on the event pipe."""
 
@@ -231,7 +52,7 @@ class Worker:
         self.broken = False        # after a failure the CUDA context may be unusable
 
     def record(self, problem, case) -> dict:
-        return results.new_record(problem.name, case, self.args.backend, self.args.variant)
+        return records.new_record(problem.name, case, self.args.backend, self.args.variant)
 
     def not_applicable(self, problem, case, rec) -> bool:
         reason = self.s.why_not(problem.name, case)
@@ -343,7 +164,7 @@ def run_items(args) -> int:
     out = os.fdopen(args.fd, "w", buffering=1)
 
     def send(obj):
-        out.write(json.dumps(results.finite(obj), allow_nan=False) + "\n")
+        out.write(json.dumps(records.finite(obj), allow_nan=False) + "\n")
 
     items = [(problems.get(it["problem"]), Case(**it["case"])) for it in json.loads(Path(args.items).read_text())]
     w = Worker(args, send)
@@ -440,8 +261,8 @@ def compile_once(args) -> int:
 
 def peaks(args) -> int:
     """Device attributes, theoretical peaks and the measured copy bandwidth, as one JSON line."""
-    from harness import peaks as peaks_mod
-    from harness.device import CudaDevice
+    from harness.measure import peaks as peaks_mod
+    from harness.measure.device import CudaDevice
     device = CudaDevice()
     props = device.properties()
     result({"device": props, "theoretical": peaks_mod.theoretical(props), **peaks_mod.measure(device)})
@@ -449,7 +270,7 @@ def peaks(args) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="harness.worker")
+    ap = argparse.ArgumentParser(prog="harness.run.worker")
     sub = ap.add_subparsers(dest="mode", required=True)
     r = sub.add_parser("run")
     c = sub.add_parser("compile")

@@ -84,6 +84,13 @@ def merge(lines: list[dict]) -> dict:
     return doc
 
 
+def impl_label(r: dict) -> str:
+    """backend[variant], with the GPU appended when a merged document spans several GPUs."""
+    base = f"{r['backend']}[{r['variant']}]" if r["variant"] else r["backend"]
+    tag = (r.get("source") or {}).get("tag")
+    return f"{base} @ {tag}" if tag else base
+
+
 def flag(r: dict) -> str:
     """The integrity flag every view shows beside a timed row: its status where it is not ok, or
     'suspect' where roofline found the figure unbelievable; "" for a row that counts."""

@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness import ROOT
 
 
 def worker_env(extra: dict[str, str], search_paths: dict[str, str] | None = None) -> dict[str, str]:
@@ -122,7 +122,7 @@ def run_items(backend: str, variant: str, items: list, scratch: Path, log: Path,
         read_fd, write_fd = os.pipe()
         out_read, out_write = os.pipe()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.worker", "run", "--backend", backend, "--variant", variant,
+            [sys.executable, "-m", "harness.run.worker", "run", "--backend", backend, "--variant", variant,
              "--items", str(items_file), "--fd", str(write_fd), "--scratch", str(scratch)],
             pass_fds=(write_fd,), stdout=out_write, stderr=out_write, stdin=subprocess.DEVNULL,
             start_new_session=True, env=env, cwd=ROOT)
@@ -182,12 +182,12 @@ def run_items(backend: str, variant: str, items: list, scratch: Path, log: Path,
 
 
 def run_json(cmd_args: list[str], env: dict, timeout: float, log: Path) -> dict:
-    """Run `python -m harness.worker ...` that prints one JSON line; return it or raise RuntimeError
+    """Run `python -m harness.run.worker ...` that prints one JSON line; return it or raise RuntimeError
     whose first line says what happened."""
     with open(log, "a") as logf:
         log_start = logf.tell()
     err_read, err_write = os.pipe()
-    proc = subprocess.Popen([sys.executable, "-m", "harness.worker", *cmd_args], env=env, cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "harness.run.worker", *cmd_args], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=err_write, stdin=subprocess.DEVNULL,
                             start_new_session=True, text=True)
     os.close(err_write)

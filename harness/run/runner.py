@@ -18,8 +18,10 @@ from pathlib import Path
 
 import backends
 import problems
-from harness import crosscheck, env, gpu, loc, registry, results, roofline, supervise
-from harness.registry import Impl
+from harness.measure import env, gpu, loc, roofline
+from harness.results import crosscheck, records
+from harness.run import registry, supervise
+from harness.run.registry import Impl
 from problems.base import Case
 
 
@@ -95,7 +97,7 @@ class Run:
             self.set_aside = set_aside_previous(self.out)
             (self.out / "logs").mkdir(exist_ok=True)
             started = time.time()
-            writer = results.JsonlWriter(self.out / "results.jsonl")
+            writer = records.JsonlWriter(self.out / "results.jsonl")
             writer.write({"type": "run", "environment": env.collect(), "run": {
                 "id": uuid.uuid4().hex[:12], "started": _iso(started), "argv": sys.argv[1:],
                 "kinds": list(self.opts.kinds),
@@ -111,7 +113,7 @@ class Run:
                 shutil.rmtree(scratch, ignore_errors=True)
                 self.progress.stop()
                 doc = summarize(self.out / "results.jsonl")
-                results.write_summary(doc, self.out)
+                records.write_summary(doc, self.out)
         return doc
 
     def _execute(self, jobs: list[Job], writer, scratch: Path) -> None:
@@ -196,7 +198,7 @@ class Run:
             self.progress.advance(impl.label)
 
     def _record(self, job: Job, case: Case, **fields) -> dict:
-        rec = results.new_record(job.impl.problem, case, job.impl.backend, job.impl.variant)
+        rec = records.new_record(job.impl.problem, case, job.impl.backend, job.impl.variant)
         rec.update(fields)
         return rec
 
@@ -320,7 +322,7 @@ def set_aside_previous(out: Path) -> Path | None:
 
 def summarize(jsonl: Path) -> dict:
     """The summary document of a results.jsonl, rates and % of peak filled in."""
-    doc = results.merge(results.read_jsonl(jsonl))
+    doc = records.merge(records.read_jsonl(jsonl))
     roofline.apply(doc)
     return doc
 

@@ -7,12 +7,11 @@ import os
 import platform
 import subprocess
 import sys
-from pathlib import Path
 
 import backends
-from harness import gpu
+from harness import ROOT
+from harness.measure import gpu
 
-ROOT = Path(__file__).resolve().parent.parent
 ALWAYS = ("numpy", "rich", "cuda-core", "cuda-bindings", "cuda-bench", "nvidia-ml-py")
 
 

@@ -4,7 +4,7 @@
   for compute-bound problems the vendor library's row of the same run (see Problem.vendor).
 - theoretical, from device attributes: memory clock x bus width x 2 (DDR), and
   SM count x max SM clock x the per-SM rate of the dtype's math unit.
-Run in its own process (`python -m harness.worker peaks`), which also warms the GPU up.
+Run in its own process (`python -m harness.run.worker peaks`), which also warms the GPU up.
 """
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ def theoretical(props: dict) -> dict:
 
 def measure(device, use_nvbench: bool = True) -> dict:
     """Warm the GPU up, then time a 1 GiB device-to-device copy (nvbench if usable, else events)."""
-    from harness import nvbench_engine
-    from harness.timing import EventEngine, sustained
+    from harness.measure import nvbench_engine
+    from harness.measure.timing import EventEngine, sustained
     stream = device.stream
     src = device.device.allocate(COPY_BYTES, stream=stream)
     dst = device.device.allocate(COPY_BYTES, stream=stream)

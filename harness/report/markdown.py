@@ -4,20 +4,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from harness.merge import gpu_name
-from harness.results import flag, flag_note
+from harness.results.merge import gpu_name
+from harness.results.records import flag, flag_note, impl_label
 
 
 def fmt(x, spec=".3g") -> str:
     """A number for a table cell ("" for none)."""
     return "" if x is None or x == "" else format(x, spec) if isinstance(x, (int, float)) else str(x)
-
-
-def impl_label(r: dict) -> str:
-    """backend[variant], with the GPU appended when a merged document spans several GPUs."""
-    base = f"{r['backend']}[{r['variant']}]" if r["variant"] else r["backend"]
-    tag = (r.get("source") or {}).get("tag")
-    return f"{base} @ {tag}" if tag else base
 
 
 def mode_pair(t: dict, cold_key: str, sustained_key: str, spec: str) -> str:

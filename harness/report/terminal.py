@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.report import clock_pair, impl_label, pct_pair, per_impl, time_pair
-from harness.results import flag, flag_note
+from harness.report.markdown import clock_pair, pct_pair, per_impl, time_pair
+from harness.results.records import flag, flag_note, impl_label
 
 
 def _f(x, spec):

@@ -4,8 +4,7 @@ the vendor library's row for the same case; both also against the theoretical pe
 from __future__ import annotations
 
 import problems
-from harness.report import impl_label
-
+from harness.results.records import impl_label
 
 MODES = {"cold": "device_ms_cold", "sustained": "device_ms_sustained"}
 SUFFIX = {"cold": "", "sustained": "_sustained"}

@@ -1,0 +1,43 @@
+"""The harness's layout holds what its docstring says: subpackages in the order of the flow, each
+importing only those after it (report -> results, measure; run -> measure, results; measure ->
+results; results -> nothing of the harness), and no module over 400 lines."""
+import ast
+
+import pytest
+
+from tests.conftest import ROOT
+
+HARNESS = ROOT / "harness"
+ALLOWED = {"report": {"report", "results", "measure"}, "run": {"run", "measure", "results"},
+           "measure": {"measure", "results"}, "results": {"results"}}
+MODULES = sorted(p for p in HARNESS.rglob("*.py") if p.parent != HARNESS)
+
+
+def _harness_imports(path):
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("harness"):
+            parts = node.module.split(".")
+            if len(parts) > 1:
+                yield parts[1]
+            else:       # `from harness import X`: a subpackage, or a name of harness/__init__ (ROOT)
+                yield from (a.name for a in node.names if (HARNESS / a.name).is_dir())
+        elif isinstance(node, ast.Import):
+            yield from (a.name.split(".")[1] for a in node.names if a.name.startswith("harness."))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(HARNESS)))
+def test_imports_follow_the_flow(path):
+    package = path.relative_to(HARNESS).parts[0]
+    wrong = sorted(set(_harness_imports(path)) - ALLOWED[package])
+    assert not wrong, f"harness/{package} imports harness.{wrong}"
+
+
+def test_every_module_is_in_a_subpackage_or_on_top():
+    top = sorted(p.name for p in HARNESS.glob("*.py"))
+    assert top == ["__init__.py", "__main__.py", "cli.py"]
+    assert {p.relative_to(HARNESS).parts[0] for p in MODULES} == set(ALLOWED)
+
+
+@pytest.mark.parametrize("path", sorted(HARNESS.rglob("*.py")), ids=lambda p: str(p.relative_to(HARNESS)))
+def test_no_module_over_400_lines(path):
+    assert len(path.read_text().splitlines()) <= 400
