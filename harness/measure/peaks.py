@@ -8,7 +8,6 @@ Run in its own process (`python -m harness.run.worker peaks`), which also warms 
 """
 from __future__ import annotations
 
-import time
 
 COPY_BYTES = 1 << 30
 WARMUP_S = 3.0
@@ -29,9 +28,10 @@ def theoretical(props: dict) -> dict:
 
 
 def measure(device, use_nvbench: bool = True) -> dict:
-    """Warm the GPU up, then time a 1 GiB device-to-device copy (nvbench if usable, else events)."""
+    """Warm the GPU up, then time a 1 GiB device-to-device copy like any case: cold (nvbench if
+    usable, else events) and sustained."""
     from harness.measure import nvbench_engine
-    from harness.measure.timing import EventEngine, sustained
+    from harness.measure.timing import EventEngine, on_gpu
     stream = device.stream
     src = device.device.allocate(COPY_BYTES, stream=stream)
     dst = device.device.allocate(COPY_BYTES, stream=stream)
@@ -40,29 +40,21 @@ def measure(device, use_nvbench: bool = True) -> dict:
     def copy():
         src.copy_to(dst, stream=stream)
 
-    t0, calls = time.perf_counter(), 0
-    while time.perf_counter() - t0 < WARMUP_S:
-        for _ in range(50):
-            copy()
-        calls += 50
-        device.sync()
-    call_s = (time.perf_counter() - t0) / calls
     why_not = nvbench_engine.available() if use_nvbench else "nvbench runs once per process: not used here"
-    if why_not is None:
+
+    def cold(run):
+        if why_not is not None:
+            return {**EventEngine(device).measure(run), "engine_note": why_not}
         import tempfile
         from pathlib import Path
 
         def fn(state):
             state.set_stream(stream)
-            state.exec(lambda launch: copy(), batched=False)
+            state.exec(lambda launch: run(), batched=False)
         with tempfile.TemporaryDirectory() as tmp:
-            figures = nvbench_engine.run([("copy", fn)], Path(tmp) / "copy.json")
-        timing = figures["copy"]
-    else:
-        timing = EventEngine(device).measure(copy)
-        timing["engine_note"] = why_not
-    timing["sustained"] = sustained(device, copy, call_s)
-    timing["device_ms_sustained"] = timing["sustained"]["median_ms"]
+            return nvbench_engine.run([("copy", fn)], Path(tmp) / "copy.json")["copy"]
+
+    timing = on_gpu(device, copy, cold, WARMUP_S)
     return {"copy_bytes": 2 * COPY_BYTES, "copy_bytes_per_s": 2 * COPY_BYTES / (timing["device_ms_cold"] / 1e3),
             "copy_bytes_per_s_sustained": 2 * COPY_BYTES / (timing["device_ms_sustained"] / 1e3),
             "copy_timing": timing}

@@ -170,13 +170,13 @@ class EventEngine:
                 "stopped_by": cold.get("stopped_by")}
 
 
-def on_gpu(device, run, measure) -> dict:
+def on_gpu(device, run, measure, warmup_s: float = WARMUP_S) -> dict:
     """A GPU case's timing: warm up, the cold figures from `measure(run)` (nvbench or events),
     then the sustained mode."""
-    calls = warm_up(run, device.sync)
+    calls = warm_up(run, device.sync, warmup_s)
     timing = measure(run)
     timing["warmup_calls"] = calls
-    timing["sustained"] = sustained(device, run, WARMUP_S / max(calls, 1))
+    timing["sustained"] = sustained(device, run, warmup_s / max(calls, 1))
     timing["device_ms_sustained"] = timing["sustained"]["median_ms"]
     return timing
 

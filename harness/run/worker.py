@@ -22,7 +22,6 @@ import problems
 from backends.base import Unavailable
 from harness.measure import nvbench_engine
 from harness.measure import timing as timing_mod
-from harness.measure.timing import EventEngine, host_call_costs, host_engine
 from harness.results import records
 from harness.run.session import Session, check_case, checked, follows_new_inputs, why_not
 from problems.base import Case
@@ -92,7 +91,7 @@ class Worker:
             with s.backend.stream_context(s.stream, s.variant):
                 timing = timing_mod.on_gpu(s.device, timed, measure) if s.device.kind == "cuda" else measure(timed)
                 if "host_ms" not in timing:
-                    timing.update(host_call_costs(timed, s.device.sync))
+                    timing.update(timing_mod.host_call_costs(timed, s.device.sync))
             s.device.sync()
             rec["timing"] = timing
             if checked(s, problem, case, rec, last["out"] if last.get("out") is not None else b.outputs,
@@ -109,14 +108,15 @@ class Worker:
     def run_bench(self, bench) -> None:
         if self.s.device.kind == "cpu":
             for i, problem, case in bench:
-                self.send({"event": "done", "item": i, "record": self.bench_item(i, problem, case, host_engine)})
+                rec = self.bench_item(i, problem, case, timing_mod.host_engine)
+                self.send({"event": "done", "item": i, "record": rec})
                 if self.broken:
                     return
             return
         why_not_nvbench = nvbench_engine.available()
         if why_not_nvbench is None:
             return self.run_nvbench(bench)
-        engine = EventEngine(self.s.device)
+        engine = timing_mod.EventEngine(self.s.device)
         for i, problem, case in bench:
             rec = self.bench_item(i, problem, case, engine.measure)
             if rec.get("timing"):
