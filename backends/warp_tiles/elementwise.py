@@ -1,35 +1,83 @@
-"""z = alpha * x + y in Warp tiles: each block loads a tile of x and of y, computes in float32
-and stores one tile of z; tile_load/tile_store bounds-check the last, partial tile."""
+"""z = alpha * x + y in Warp tiles, computed in float32, two ways (`Plan.cols`):
+- 0: each block loads a 1-D register tile of x and of y and stores one of z (tile_load/tile_store
+  bounds-check the last, partial tile);
+- C > 0: the first n - n % C elements are seen as rows of C, whose 2-D shared-memory tiles Warp
+  loads and stores as 16-byte vectors (it does so for 2-D tiles only); a second launch does the
+  last n % C elements with 1-D tiles.
+Which plan a dtype gets is measured (BEST)."""
 import functools
+from typing import NamedTuple
 
 import warp as wp
 
 from backends.warp_tiles import warp_dtype
 
-TILE = 2048           # elements per block: 8 per thread
-BLOCK_DIM = 256
+
+class Plan(NamedTuple):
+    cols: int              # 0: 1-D tiles; else the row length of the 2-D view
+    tile: int              # elements a block handles
+    block_dim: int
+
+
+# measured on an H100 by tools/warp_tiles_sweep.py (reports/h100/warp_tiles/README.md)
+BEST = {"float32": Plan(0, 2048, 256), "float16": Plan(0, 2048, 256), "bfloat16": Plan(0, 2048, 256)}
 
 
 @functools.cache
-def axpy_kernel(dtype):
+def axpy_1d(dtype, tile):
     @wp.kernel(enable_backward=False, module="unique")
     def axpy(x: wp.array[dtype], y: wp.array[dtype], z: wp.array[dtype], alpha: wp.float32):
         i = wp.tid()
-        tx = wp.tile_astype(wp.tile_load(x, shape=TILE, offset=i * TILE), wp.float32)
-        ty = wp.tile_astype(wp.tile_load(y, shape=TILE, offset=i * TILE), wp.float32)
-        wp.tile_store(z, wp.tile_astype(tx * alpha + ty, dtype), offset=i * TILE)
+        tx = wp.tile_astype(wp.tile_load(x, shape=tile, offset=i * tile), wp.float32)
+        ty = wp.tile_astype(wp.tile_load(y, shape=tile, offset=i * tile), wp.float32)
+        wp.tile_store(z, wp.tile_astype(tx * alpha + ty, dtype), offset=i * tile)
 
     return axpy
 
 
-def build(case, inputs, outputs, stream, variant=""):
+@functools.cache
+def axpy_2d(dtype, rows, cols):
+    @wp.kernel(enable_backward=False, module="unique")
+    def axpy(x: wp.array2d[dtype], y: wp.array2d[dtype], z: wp.array2d[dtype], alpha: wp.float32):
+        i = wp.tid()
+        tx = wp.tile_astype(wp.tile_load(x, shape=(rows, cols), offset=(i * rows, 0), storage="shared"), wp.float32)
+        ty = wp.tile_astype(wp.tile_load(y, shape=(rows, cols), offset=(i * rows, 0), storage="shared"), wp.float32)
+        tz = wp.tile_empty(shape=(rows, cols), dtype=dtype, storage="shared")
+        wp.tile_assign(tz, wp.tile_astype(tx * alpha + ty, dtype))
+        wp.tile_store(z, tz, offset=(i * rows, 0))
+
+    return axpy
+
+
+def kernels(case, plan=None):
+    """The (kernel, block_dim) pairs build() launches, for compiling ahead (tools/warp_tiles_sweep.py)."""
+    p = plan or BEST[case.dtype]
+    dtype, n = warp_dtype(case.dtype), case.shape["n"]
+    body = n - n % p.cols if p.cols else 0
+    return ([(axpy_2d(dtype, p.tile // p.cols, p.cols), p.block_dim)] if body else []) + \
+        ([(axpy_1d(dtype, p.cols or p.tile), p.block_dim)] if body < n else [])
+
+
+def build(case, inputs, outputs, stream, variant="", plan=None):
     x, y, z = inputs["x"], inputs["y"], outputs["z"]
-    kernel = axpy_kernel(warp_dtype(case.dtype))
-    launch = wp.launch_tiled(kernel, dim=-(-x.shape[0] // TILE), inputs=[x, y, z, float(inputs["alpha"])],
-                             block_dim=BLOCK_DIM, device=x.device, record_cmd=True)
-    wp.load_module(kernel.module, device=x.device)       # compile now, not at the first launch
+    p = plan or BEST[case.dtype]
+    alpha, n = float(inputs["alpha"]), x.shape[0]
+    body = n - n % p.cols if p.cols else 0
+    arrays = []
+    if body:
+        arrays.append([a[:body].reshape((body // p.cols, p.cols)) for a in (x, y, z)])
+    if body < n:
+        arrays.append([a[body:] for a in (x, y, z)])
+    launches = []
+    for (kernel, block_dim), views in zip(kernels(case, p), arrays):
+        tile_items = p.tile // p.cols if views[0].ndim == 2 else (p.cols or p.tile)   # rows or elements
+        launch = wp.launch_tiled(kernel, dim=-(-views[0].shape[0] // tile_items), inputs=[*views, alpha],
+                                 block_dim=block_dim, device=x.device, record_cmd=True)
+        wp.load_module(kernel.module, device=x.device, block_dim=block_dim)   # compile now, not at the first call
+        launches.append(launch)
 
     def run():
-        launch.launch(stream=stream)
+        for launch in launches:
+            launch.launch(stream=stream)
 
     return run

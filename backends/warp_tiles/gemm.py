@@ -1,45 +1,81 @@
-"""C = A @ B in Warp tiles, as Warp's benchmark_tile_matmul_pipelined.py writes it: each block
-owns a (TILE_M x TILE_N) float32 accumulator and walks K, loading the next A and B tiles into
-registers while tile_matmul (cuBLASDx, unless the variant turns it off) works on the current ones.
-tile_load reads zeros past the edges, so any shape works; bfloat16 tiles need the module's
-backward pass off."""
+"""C = A @ B in Warp tiles, as Warp's benchmark_gemm.py writes it: each block owns a
+(TILE_M x TILE_N) float32 accumulator and walks K, tile_load-ing the A and B tiles and handing
+them to tile_matmul (cuBLASDx, unless the variant turns it off). `pipeline` picks how the tiles
+arrive: "shared" loads them straight into shared memory (16-byte vector loads where a tile lies
+inside the matrix); "register" loads the next pair into registers while the current one is
+multiplied, as benchmark_tile_matmul_pipelined.py does. tile_load reads zeros past the edges,
+so any shape works; bfloat16 tiles need the module's backward pass off."""
 import functools
+from typing import NamedTuple
 
 import warp as wp
 
 from backends.warp_tiles import warp_dtype
 
-TILE = {"float32": (64, 64, 16, 128), "float16": (64, 64, 64, 128), "bfloat16": (64, 64, 64, 128)}
+
+class Tiles(NamedTuple):
+    m: int
+    n: int
+    k: int
+    block_dim: int
+    pipeline: str          # "shared" | "register"
+
+
+# measured on an H100 by tools/warp_tiles_sweep.py (reports/h100/warp_tiles/README.md)
+BEST = {"float32": Tiles(64, 64, 16, 128, "register"), "float16": Tiles(64, 64, 64, 128, "register"),
+        "bfloat16": Tiles(64, 64, 64, 128, "register")}
 
 
 @functools.cache
-def gemm_kernel(dtype, tile_m, tile_n, tile_k, mathdx):
-    @wp.kernel(module="unique", module_options={"enable_backward": False, "enable_mathdx_gemm": mathdx})
-    def gemm(a: wp.array2d[dtype], b: wp.array2d[dtype], c: wp.array2d[dtype]):
+def gemm_kernel(dtype, t: Tiles, mathdx: bool):
+    TM, TN, TK = t.m, t.n, t.k
+    options = {"enable_backward": False, "enable_mathdx_gemm": mathdx}
+
+    if t.pipeline == "shared":
+        @wp.kernel(module="unique", module_options=options)
+        def gemm(a: wp.array2d[dtype], b: wp.array2d[dtype], c: wp.array2d[dtype]):
+            i, j = wp.tid()
+            acc = wp.tile_zeros(shape=(TM, TN), dtype=wp.float32)
+            for k in range(0, a.shape[1], TK):
+                a_tile = wp.tile_load(a, shape=(TM, TK), offset=(i * TM, k), storage="shared")
+                b_tile = wp.tile_load(b, shape=(TK, TN), offset=(k, j * TN), storage="shared")
+                wp.tile_matmul(a_tile, b_tile, acc)
+            wp.tile_store(c, wp.tile_astype(acc, dtype), offset=(i * TM, j * TN))
+
+        return gemm
+
+    @wp.kernel(module="unique", module_options=options)
+    def gemm_pipelined(a: wp.array2d[dtype], b: wp.array2d[dtype], c: wp.array2d[dtype]):
         i, j = wp.tid()
-        acc = wp.tile_zeros(shape=(tile_m, tile_n), dtype=wp.float32)
-        a_tile = wp.tile_load(a, shape=(tile_m, tile_k), offset=(i * tile_m, 0), storage="register")
-        b_tile = wp.tile_load(b, shape=(tile_k, tile_n), offset=(0, j * tile_n), storage="register")
-        for k in range(1, (a.shape[1] + tile_k - 1) // tile_k):
-            a_next = wp.tile_load(a, shape=(tile_m, tile_k), offset=(i * tile_m, k * tile_k), storage="register")
-            b_next = wp.tile_load(b, shape=(tile_k, tile_n), offset=(k * tile_k, j * tile_n), storage="register")
+        acc = wp.tile_zeros(shape=(TM, TN), dtype=wp.float32)
+        a_tile = wp.tile_load(a, shape=(TM, TK), offset=(i * TM, 0), storage="register")
+        b_tile = wp.tile_load(b, shape=(TK, TN), offset=(0, j * TN), storage="register")
+        for k in range(TK, a.shape[1], TK):
+            a_next = wp.tile_load(a, shape=(TM, TK), offset=(i * TM, k), storage="register")
+            b_next = wp.tile_load(b, shape=(TK, TN), offset=(k, j * TN), storage="register")
             wp.tile_matmul(a_tile, b_tile, acc)
             a_tile = a_next
             b_tile = b_next
         wp.tile_matmul(a_tile, b_tile, acc)
-        wp.tile_store(c, wp.tile_astype(acc, dtype), offset=(i * tile_m, j * tile_n))
+        wp.tile_store(c, wp.tile_astype(acc, dtype), offset=(i * TM, j * TN))
 
-    return gemm
+    return gemm_pipelined
 
 
-def build(case, inputs, outputs, stream, variant="", tile=None):
+def kernels(case, tiles=None, variant=""):
+    """The (kernel, block_dim) pairs build() launches, for compiling ahead (tools/warp_tiles_sweep.py)."""
+    t = tiles or BEST[case.dtype]
+    return [(gemm_kernel(warp_dtype(case.dtype), t, variant != "no_mathdx"), t.block_dim)]
+
+
+def build(case, inputs, outputs, stream, variant="", tiles=None):
     a, b, c = inputs["a"], inputs["b"], outputs["c"]
-    tile_m, tile_n, tile_k, block_dim = tile or TILE[case.dtype]
-    kernel = gemm_kernel(warp_dtype(case.dtype), tile_m, tile_n, tile_k, variant != "no_mathdx")
-    grid = (-(-c.shape[0] // tile_m), -(-c.shape[1] // tile_n))
-    launch = wp.launch_tiled(kernel, dim=grid, inputs=[a, b, c], block_dim=block_dim, device=a.device,
+    t = tiles or BEST[case.dtype]
+    [(kernel, _)] = kernels(case, t, variant)
+    grid = (-(-c.shape[0] // t.m), -(-c.shape[1] // t.n))
+    launch = wp.launch_tiled(kernel, dim=grid, inputs=[a, b, c], block_dim=t.block_dim, device=a.device,
                              record_cmd=True)
-    wp.load_module(kernel.module, device=a.device)
+    wp.load_module(kernel.module, device=a.device, block_dim=t.block_dim)   # compile now, not at the first call
 
     def run():
         launch.launch(stream=stream)

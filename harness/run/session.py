@@ -51,8 +51,9 @@ class Session:
         return {k: self.backend.to_device(v, dtype, self.variant) if isinstance(v, np.ndarray) else v
                 for k, v in host.items()}
 
-    def prepare(self, problem, case: Case, seed: int, cache: Path | None = None) -> Built:
-        """Fresh inputs, the reference, poisoned outputs, and the implementation built on them."""
+    def prepare(self, problem, case: Case, seed: int, cache: Path | None = None, **options) -> Built:
+        """Fresh inputs, the reference, poisoned outputs, and the implementation built on them
+        (`options` go to its build(): a tuning sweep tries configurations that way)."""
         host_inputs, ref = case_data(problem, case, seed, cache)
         inputs = self.upload(host_inputs, case.dtype)
         outputs = {name: self.backend.to_device(poison(shape, dt), dt, self.variant)
@@ -63,7 +64,7 @@ class Session:
             build = self.module(problem.name).build
             # a backend with variants tells its implementation which one through `variant`
             extra = {"variant": self.variant} if "variant" in inspect.signature(build).parameters else {}
-            run = build(case, inputs, outputs, self.stream, **extra)
+            run = build(case, inputs, outputs, self.stream, **extra, **options)
             self.device.sync()
             build_s = time.perf_counter() - t0
         return Built(run, host_inputs, inputs, outputs, ref, build_s)

@@ -1,0 +1,42 @@
+"""Every kind of plan the Warp tile kernels can take (not only the one measured best, which
+test_simulators runs through the harness), checked against the float64 reference on Warp's CPU
+device with the lab's Session: poisoned outputs, fresh inputs, odd shapes."""
+import pytest
+
+pytest.importorskip("warp")
+
+import problems                                              # noqa: E402
+from backends.base import Unavailable                        # noqa: E402
+from backends.warp_tiles import elementwise, gemm, segreduce  # noqa: E402
+from harness.run.session import Session                      # noqa: E402
+
+P, S, E = gemm.Tiles, segreduce.Plan, elementwise.Plan
+PLANS = [
+    ("gemm", "129x257x65-bfloat16", {"tiles": P(64, 64, 32, 128, "shared")}),
+    ("gemm", "129x257x65-float16", {"tiles": P(32, 64, 16, 64, "register")}),
+    ("gemm", "129x257x65-float32", {"tiles": P(64, 32, 16, 64, "shared")}),
+    ("segreduce", "37x4097-float32", {"plan": S("row", 1, 1024, 64, "shared")}),
+    ("segreduce", "3x4097-bfloat16", {"plan": S("row", 1, 512, 32, "register")}),
+    ("segreduce", "64x1000-float16", {"plan": S("rows", 4, 256, 64, "shared")}),
+    ("segreduce", "1000x1-float32", {"plan": S("rows", 8, 256, 32, "register")}),
+    ("elementwise", "100003-float16", {"plan": E(256, 1024, 128)}),     # 2-D body and a 1-D tail
+    ("elementwise", "1001-bfloat16", {"plan": E(1024, 2048, 64)}),      # all tail
+    ("elementwise", "1048579-float32", {"plan": E(0, 4096, 256)}),
+]
+
+
+@pytest.fixture(scope="module")
+def session():
+    try:
+        return Session("warp_tiles", "cpu")
+    except Unavailable as why:
+        pytest.skip(str(why))
+
+
+@pytest.mark.parametrize("problem,case,options", PLANS, ids=[f"{p}-{c}-{o}" for p, c, o in PLANS])
+def test_plan_on_cpu(session, problem, case, options):
+    prob = problems.get(problem)
+    c = prob.case(case)
+    b = session.prepare(prob, c, seed=123, **options)
+    got, _ = session.call(b.run, b.outputs)
+    prob.check(session.fetch(got), b.ref, c)        # the assertion: CheckError on a mismatch or poison

@@ -1,0 +1,173 @@
+"""Which plan each Warp tile kernel takes: candidates for backends/warp_tiles (GEMM tile shapes,
+block_dim and pipelining; row-sum and elementwise plans), compiled ahead in parallel threads,
+each built by the lab's Session on a bench case, checked against the float64 reference and
+timed cold (L2 flushed, CUDA events: the lab's EventEngine) beside the reference measured the
+same way in the same process: cuBLAS (torch.matmul) for GEMM, a 1 GiB device copy for the rest.
+
+    python -m tools.warp_tiles_sweep gemm segreduce elementwise --out DIR [--dtype float16 ...]
+
+Writes DIR/sweep.json as it goes and prints a table per case, best first. The winners go into
+the BEST tables of backends/warp_tiles by hand, with this table in the report's README.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import problems
+from harness.measure.timing import Criterion, EventEngine, warm_up
+from harness.run.session import Session
+from problems.base import poison
+
+CRIT = Criterion(min_samples=10, min_time_s=0.2, timeout_s=4.0)
+
+
+def gemm_candidates(dtype):
+    from backends.warp_tiles.gemm import Tiles
+    if dtype == "float32":
+        shapes = [(64, 64, 16, 128), (64, 64, 32, 128), (64, 64, 32, 64), (128, 64, 16, 128), (128, 64, 32, 256),
+                  (128, 128, 16, 256), (128, 128, 32, 256), (32, 32, 32, 64), (64, 64, 64, 128)]
+    else:
+        shapes = [(64, 64, 64, 128), (64, 64, 32, 128), (128, 64, 64, 128), (128, 64, 64, 256), (64, 128, 64, 128),
+                  (128, 128, 32, 256), (128, 128, 64, 256), (128, 128, 64, 128), (128, 256, 32, 256),
+                  (256, 128, 32, 256), (128, 128, 128, 256)]
+    return [{"tiles": Tiles(*s, p)} for s in shapes for p in ("shared", "register")]
+
+
+def segreduce_candidates(cols):
+    from backends.warp_tiles.segreduce import Plan
+    if cols >= 4096:
+        return [{"plan": Plan("row", 1, c, bd, st)} for c, bd, st in
+                itertools.product((2048, 4096, 8192), (256, 512), ("shared", "register"))] + \
+            [{"plan": Plan("rows", 1, 4096, 256, "register")}]
+    return [{"plan": Plan("row", 1, 256, bd, st)} for bd, st in itertools.product((32, 64, 128), ("shared", "register"))] + \
+        [{"plan": Plan("rows", r, 256, bd, st)} for r, bd, st in
+         itertools.product((4, 8, 16, 32), (128, 256), ("shared", "register"))]
+
+
+def elementwise_candidates():
+    from backends.warp_tiles.elementwise import Plan
+    return [{"plan": Plan(0, t, bd)} for t, bd in itertools.product((1024, 2048, 4096, 8192), (128, 256, 512))] + \
+        [{"plan": Plan(c, t, bd)} for c, t, bd in itertools.product((256, 512, 1024), (2048, 4096, 8192), (128, 256))]
+
+
+def cases(problem: str, dtypes: list[str] | None) -> list[tuple[str, list[dict]]]:
+    """(bench case, candidates) for one problem."""
+    prob = problems.get(problem)
+    out = []
+    for c in prob.cases():
+        if c.kind != "bench" or (dtypes and c.dtype not in dtypes):
+            continue
+        if problem == "gemm":
+            if c.name in ("8192x8192x8192-bfloat16", "8192x8192x8192-float16", "4096x4096x4096-float32"):
+                out.append((c.name, gemm_candidates(c.dtype)))
+        elif problem == "segreduce":
+            out.append((c.name, segreduce_candidates(c.shape["cols"])))
+        elif problem == "elementwise":
+            out.append((c.name, elementwise_candidates()))
+    return out
+
+
+def compile_ahead(module, case, candidates):
+    """Compile every candidate's kernels in parallel threads (a cuBLASDx GEMM takes seconds)."""
+    import warp as wp
+    pairs = [kb for opts in candidates for kb in module.kernels(case, **opts)]
+
+    def load(pair):
+        kernel, block_dim = pair
+        try:
+            wp.load_module(kernel.module, device="cuda:0", block_dim=block_dim, max_workers=0)
+        except Exception as exc:                  # reported again when that candidate is built
+            return f"{type(exc).__name__}: {exc}"
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(load, pairs))
+    return time.perf_counter() - t0
+
+
+def reference_ms(problem: str, case, sessions: dict) -> tuple[str, float]:
+    """The reference's cold time, after 2 s of it as the GPU's warm-up."""
+    if problem == "gemm":
+        if "torch" not in sessions:
+            sessions["torch"] = Session("array_api", "torch")
+        s = sessions["torch"]
+        label, run = "cuBLAS (torch.matmul)", s.prepare(problems.get(problem), case, 0).run
+    else:
+        s = sessions["warp"]
+        src, dst = (s.device.device.allocate(1 << 30, stream=s.device.stream) for _ in range(2))
+        src.fill(1, stream=s.device.stream)
+        label, run = "1 GiB copy", lambda: src.copy_to(dst, stream=s.device.stream)
+    with s.backend.stream_context(s.stream, s.variant):
+        warm_up(run, s.device.sync, 2.0)
+        return label, EventEngine(s.device, CRIT).cold(run)["median_ms"]
+
+
+def sweep(problem: str, dtypes, out: Path, rows: list) -> None:
+    import backends
+    module = backends.implementation("warp_tiles", problem)
+    prob = problems.get(problem)
+    sessions = {"warp": Session("warp_tiles", "")}
+    s = sessions["warp"]
+    for case_name, candidates in cases(problem, dtypes):
+        case = prob.case(case_name)
+        compile_s = compile_ahead(module, case, candidates)
+        ref_label, ref_ms = reference_ms(problem, case, sessions)
+        b = s.prepare(prob, case, 0)
+        print(f"\n{problem} {case_name}: {len(candidates)} candidates compiled in {compile_s:.0f} s; "
+              f"{ref_label} {ref_ms:.4f} ms", flush=True)
+        for opts in candidates:
+            row = {"problem": problem, "case": case_name, "gpu": s.device.properties()["name"],
+                   **{k: v._asdict() for k, v in opts.items()}, "reference": ref_label, "reference_ms": ref_ms}
+            try:
+                for name, (shape, dt) in prob.output_spec(case).items():
+                    s.backend.overwrite(b.outputs[name], poison(shape, dt), dt, s.variant)
+                with s.backend.stream_context(s.stream, s.variant):
+                    run = module.build(case, b.inputs, b.outputs, s.stream, **opts)
+                got, _ = s.call(run, b.outputs)
+                prob.check(s.fetch(got), b.ref, case)
+                with s.backend.stream_context(s.stream, s.variant):
+                    t = EventEngine(s.device, CRIT).cold(run)
+                nbytes, flops = prob.work(case)
+                # GEMM: time against cuBLAS's; memory-bound: bandwidth against the copy's (read + written)
+                pct = 100 * ref_ms / t["median_ms"] if problem == "gemm" else \
+                    100 * (nbytes / t["median_ms"]) / ((2 << 30) / ref_ms)
+                row.update(status="ok", cold_ms=t["median_ms"], noise=t["noise"], sm_clock_mhz=t["sm_clock_mhz"],
+                           tflops=flops / t["median_ms"] / 1e9, gb_per_s=nbytes / t["median_ms"] / 1e6,
+                           pct_of_reference=pct)
+            except Exception as exc:
+                row.update(status="failed", error=f"{type(exc).__name__}: {str(exc)[:300]}")
+            rows.append(row)
+            (out / "sweep.json").write_text(json.dumps(rows, indent=1) + "\n")
+        print_case([r for r in rows if r["problem"] == problem and r["case"] == case_name])
+
+
+def print_case(rows):
+    for r in sorted(rows, key=lambda r: r.get("cold_ms") or 1e9):
+        what = tuple((r.get("tiles") or r.get("plan")).values())
+        if r["status"] != "ok":
+            print(f"  {what}: {r['error'][:160]}")
+        else:
+            print(f"  {r['cold_ms']:9.4f} ms {r['tflops']:7.1f} TFLOP/s {r['gb_per_s']:7.0f} GB/s "
+                  f"{r['pct_of_reference']:6.1f}%  {what}", flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools.warp_tiles_sweep", description=__doc__.splitlines()[0])
+    ap.add_argument("problems", nargs="+", choices=["gemm", "segreduce", "elementwise"])
+    ap.add_argument("--dtype", action="append", help="only these dtypes (repeatable)")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows: list = []
+    for p in args.problems:
+        sweep(p, args.dtype, args.out, rows)
+    (args.out / "sweep.json").write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
