@@ -19,6 +19,9 @@ PLANS = [
     ("segreduce", "3x4097-bfloat16", {"plan": S("row", 1, 512, 32, "register")}),
     ("segreduce", "64x1000-float16", {"plan": S("rows", 4, 256, 64, "shared")}),
     ("segreduce", "1000x1-float32", {"plan": S("rows", 8, 256, 32, "register")}),
+    ("segreduce", "3x4097-bfloat16", {"plan": S("row", 1, 1024, 64, "prefetch")}),
+    ("segreduce", "64x1000-float32", {"plan": S("loop", 6, 1024, 32, "register")}),    # a partial last block
+    ("gemm", "129x257x65-float32", {"tiles": P(64, 64, 32, 64, "shared", mathdx=False)}),
     ("elementwise", "100003-float16", {"plan": E(256, 1024, 128)}),     # 2-D body and a 1-D tail
     ("elementwise", "1001-bfloat16", {"plan": E(1024, 2048, 64)}),      # all tail
     ("elementwise", "1048579-float32", {"plan": E(0, 4096, 256)}),

@@ -4,7 +4,7 @@ each built by the lab's Session on a bench case, checked against the float64 ref
 timed cold (L2 flushed, CUDA events: the lab's EventEngine) beside the reference measured the
 same way in the same process: cuBLAS (torch.matmul) for GEMM, a 1 GiB device copy for the rest.
 
-    python -m tools.warp_tiles_sweep gemm segreduce elementwise --out DIR [--dtype float16 ...]
+    python -m tools.warp_tiles_sweep gemm segreduce elementwise --out DIR [--dtype float16 ...] [--match RE]
 
 Writes DIR/sweep.json as it goes and prints a table per case, best first. The winners go into
 the BEST tables of backends/warp_tiles by hand, with this table in the report's README.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -31,11 +32,19 @@ def gemm_candidates(dtype):
     if dtype == "float32":
         shapes = [(64, 64, 16, 128), (64, 64, 32, 128), (64, 64, 32, 64), (128, 64, 16, 128), (128, 64, 32, 256),
                   (128, 128, 16, 256), (128, 128, 32, 256), (32, 32, 32, 64), (64, 64, 64, 128)]
+        # Warp's scalar GEMM (cuBLASDx off), as benchmark_tile_matmul_pipelined.py runs it
+        scalar = [(64, 64, 32, 64), (64, 64, 16, 64), (64, 64, 32, 128), (32, 32, 16, 64), (128, 64, 32, 128),
+                  (128, 128, 32, 256), (64, 64, 64, 128), (64, 64, 16, 128)]
     else:
         shapes = [(64, 64, 64, 128), (64, 64, 32, 128), (128, 64, 64, 128), (128, 64, 64, 256), (64, 128, 64, 128),
                   (128, 128, 32, 256), (128, 128, 64, 256), (128, 128, 64, 128), (128, 256, 32, 256),
-                  (256, 128, 32, 256), (128, 128, 128, 256)]
-    return [{"tiles": Tiles(*s, p)} for s in shapes for p in ("shared", "register")]
+                  (256, 128, 32, 256), (128, 128, 128, 256),
+                  # a deeper K step: fewer trips through tile_matmul's shared-memory accumulator
+                  (128, 128, 256, 256), (64, 64, 256, 128), (128, 64, 128, 128), (128, 128, 128, 128),
+                  (256, 128, 64, 256)]
+        scalar = [(64, 64, 32, 64)]
+    return [{"tiles": Tiles(*s, p)} for s in shapes for p in ("shared", "register")] + \
+        [{"tiles": Tiles(*s, p, mathdx=False)} for s in scalar for p in ("shared", "register")]
 
 
 def segreduce_candidates(cols):
@@ -43,20 +52,25 @@ def segreduce_candidates(cols):
     if cols >= 4096:
         return [{"plan": Plan("row", 1, c, bd, st)} for c, bd, st in
                 itertools.product((2048, 4096, 8192), (256, 512), ("shared", "register"))] + \
-            [{"plan": Plan("rows", 1, 4096, 256, "register")}]
+            [{"plan": Plan("rows", 1, 4096, 256, "register")}] + \
+            [{"plan": Plan("row", 1, c, bd, "prefetch")} for c, bd in
+             itertools.product((1024, 2048, 4096, 8192), (128, 256, 512)) if c // bd <= 32]
     return [{"plan": Plan("row", 1, 256, bd, st)} for bd, st in itertools.product((32, 64, 128), ("shared", "register"))] + \
         [{"plan": Plan("rows", r, 256, bd, st)} for r, bd, st in
-         itertools.product((4, 8, 16, 32), (128, 256), ("shared", "register"))]
+         itertools.product((4, 8, 16, 32), (128, 256), ("shared", "register"))] + \
+        [{"plan": Plan("loop", r, 256, bd, "register")} for r, bd in itertools.product((4, 16, 64), (32, 64, 128))]
 
 
 def elementwise_candidates():
     from backends.warp_tiles.elementwise import Plan
     return [{"plan": Plan(0, t, bd)} for t, bd in itertools.product((1024, 2048, 4096, 8192), (128, 256, 512))] + \
-        [{"plan": Plan(c, t, bd)} for c, t, bd in itertools.product((256, 512, 1024), (2048, 4096, 8192), (128, 256))]
+        [{"plan": Plan(c, t, bd)} for c, t, bd in itertools.product((256, 512, 1024), (2048, 4096, 8192), (128, 256))] + \
+        [{"plan": Plan(c, t, bd)} for c, t, bd in
+         itertools.product((256, 4096), (2048, 4096, 8192, 16384), (32, 64)) if t >= c]
 
 
-def cases(problem: str, dtypes: list[str] | None) -> list[tuple[str, list[dict]]]:
-    """(bench case, candidates) for one problem."""
+def cases(problem: str, dtypes: list[str] | None, match: str | None = None) -> list[tuple[str, list[dict]]]:
+    """(bench case, candidates) for one problem; `match`: only candidates whose repr it finds."""
     prob = problems.get(problem)
     out = []
     for c in prob.cases():
@@ -69,7 +83,9 @@ def cases(problem: str, dtypes: list[str] | None) -> list[tuple[str, list[dict]]
             out.append((c.name, segreduce_candidates(c.shape["cols"])))
         elif problem == "elementwise":
             out.append((c.name, elementwise_candidates()))
-    return out
+    if match:
+        out = [(name, [o for o in cands if re.search(match, repr(o))]) for name, cands in out]
+    return [(name, cands) for name, cands in out if cands]
 
 
 def compile_ahead(module, case, candidates):
@@ -106,13 +122,13 @@ def reference_ms(problem: str, case, sessions: dict) -> tuple[str, float]:
         return label, EventEngine(s.device, CRIT).cold(run)["median_ms"]
 
 
-def sweep(problem: str, dtypes, out: Path, rows: list) -> None:
+def sweep(problem: str, dtypes, match, out: Path, rows: list) -> None:
     import backends
     module = backends.implementation("warp_tiles", problem)
     prob = problems.get(problem)
     sessions = {"warp": Session("warp_tiles", "")}
     s = sessions["warp"]
-    for case_name, candidates in cases(problem, dtypes):
+    for case_name, candidates in cases(problem, dtypes, match):
         case = prob.case(case_name)
         compile_s = compile_ahead(module, case, candidates)
         ref_label, ref_ms = reference_ms(problem, case, sessions)
@@ -159,12 +175,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tools.warp_tiles_sweep", description=__doc__.splitlines()[0])
     ap.add_argument("problems", nargs="+", choices=["gemm", "segreduce", "elementwise"])
     ap.add_argument("--dtype", action="append", help="only these dtypes (repeatable)")
+    ap.add_argument("--match", help="only candidates whose repr this regular expression finds, e.g. 'mathdx=False'")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list = []
     for p in args.problems:
-        sweep(p, args.dtype, args.out, rows)
+        sweep(p, args.dtype, args.match, args.out, rows)
     (args.out / "sweep.json").write_text(json.dumps(rows, indent=1) + "\n")
     return 0
 

@@ -28,7 +28,7 @@ class WarpTiles(Backend):
 
     def load(self, variant):
         import warp as wp
-        wp.config.quiet = True
+        wp.config.log_level = wp.LOG_WARNING      # no "Module ... load" line per kernel
         wp.init()
         if variant == "cpu" and not wp.is_cpu_available():
             raise Unavailable("this Warp build has no CPU compiler (warp-clang)")

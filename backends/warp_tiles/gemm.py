@@ -1,7 +1,9 @@
 """C = A @ B in Warp tiles, as Warp's benchmark_gemm.py writes it: each block owns a
 (TILE_M x TILE_N) float32 accumulator and walks K, tile_load-ing the A and B tiles and handing
-them to tile_matmul (cuBLASDx, unless the variant turns it off). `pipeline` picks how the tiles
-arrive: "shared" loads them straight into shared memory (16-byte vector loads where a tile lies
+them to tile_matmul. `mathdx` picks what tile_matmul runs: cuBLASDx (libmathdx), or Warp's own
+scalar GEMM (the setting of Warp's benchmark_tile_matmul_pipelined.py, and the faster one for
+float32 here). tile_matmul keeps its accumulator in shared memory either way, so every K step
+reads and writes the (TILE_M x TILE_N) float32 tile there. `pipeline` picks how the tiles arrive: "shared" loads them straight into shared memory (16-byte vector loads where a tile lies
 inside the matrix); "register" loads the next pair into registers while the current one is
 multiplied, as benchmark_tile_matmul_pipelined.py does. tile_load reads zeros past the edges,
 so any shape works; bfloat16 tiles need the module's backward pass off."""
@@ -19,6 +21,7 @@ class Tiles(NamedTuple):
     k: int
     block_dim: int
     pipeline: str          # "shared" | "register"
+    mathdx: bool = True    # tile_matmul through cuBLASDx, or Warp's scalar GEMM
 
 
 # measured on an H100 by tools/warp_tiles_sweep.py (reports/h100/warp_tiles/README.md)
@@ -27,9 +30,9 @@ BEST = {"float32": Tiles(64, 64, 16, 128, "register"), "float16": Tiles(64, 64, 
 
 
 @functools.cache
-def gemm_kernel(dtype, t: Tiles, mathdx: bool):
+def gemm_kernel(dtype, t: Tiles):
     TM, TN, TK = t.m, t.n, t.k
-    options = {"enable_backward": False, "enable_mathdx_gemm": mathdx}
+    options = {"enable_backward": False, "enable_mathdx_gemm": t.mathdx}
 
     if t.pipeline == "shared":
         @wp.kernel(module="unique", module_options=options)
@@ -65,7 +68,9 @@ def gemm_kernel(dtype, t: Tiles, mathdx: bool):
 def kernels(case, tiles=None, variant=""):
     """The (kernel, block_dim) pairs build() launches, for compiling ahead (tools/warp_tiles_sweep.py)."""
     t = tiles or BEST[case.dtype]
-    return [(gemm_kernel(warp_dtype(case.dtype), t, variant != "no_mathdx"), t.block_dim)]
+    if variant == "no_mathdx":
+        t = t._replace(mathdx=False)
+    return [(gemm_kernel(warp_dtype(case.dtype), t), t.block_dim)]
 
 
 def build(case, inputs, outputs, stream, variant="", tiles=None):

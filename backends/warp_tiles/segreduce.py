@@ -1,10 +1,14 @@
-"""Per-row sum in Warp tiles, two ways (`Plan.kind`):
+"""Per-row sum in Warp tiles, three ways (`Plan.kind`):
 - "row": a block per row walks it in (1 x cols) tiles, adds each (as float32) into a register
   tile and reduces that once with tile_sum at the end;
 - "rows": a block takes (rows x cols) tiles, several rows at a time, and sums each along its
-  rows with tile_sum(axis=1).
+  rows with tile_sum(axis=1);
+- "loop": a block sums `rows` short rows one after another, each a single (1 x cols) tile
+  reduced with tile_sum, the next row's load issued before the current row's sum.
 `storage` "shared" loads tiles as 16-byte vectors through shared memory, "register" loads each
-thread's elements straight into registers. Which plan a case gets is measured (BEST)."""
+thread's elements straight into registers, "prefetch" ("row" only) loads into registers the
+tile after the one being added, as Warp's pipelined tile-matmul benchmark does. Which plan a
+case gets is measured (BEST)."""
 import functools
 from typing import NamedTuple
 
@@ -14,11 +18,11 @@ from backends.warp_tiles import warp_dtype
 
 
 class Plan(NamedTuple):
-    kind: str              # "row" | "rows"
-    rows: int              # rows a tile holds ("row": 1)
+    kind: str              # "row" | "rows" | "loop"
+    rows: int              # rows a tile holds ("row": 1; "loop": rows a block walks)
     cols: int              # most columns a tile holds; a shorter row gets the power of two covering it
     block_dim: int
-    storage: str           # "shared" | "register"
+    storage: str           # "shared" | "register" | "prefetch"
 
 
 # measured on an H100 by tools/warp_tiles_sweep.py (reports/h100/warp_tiles/README.md):
@@ -45,6 +49,38 @@ def row_kernel(dtype, tile_cols, shared):
 
 
 @functools.cache
+def row_prefetch_kernel(dtype, tile_cols):
+    @wp.kernel(enable_backward=False, module="unique")
+    def row_sum(x: wp.array2d[dtype], y: wp.array[wp.float32]):
+        i = wp.tid()
+        acc = wp.tile_zeros(shape=(1, tile_cols), dtype=wp.float32)
+        t = wp.tile_load(x, shape=(1, tile_cols), offset=(i, 0), storage="register")
+        for col in range(tile_cols, x.shape[1], tile_cols):
+            nxt = wp.tile_load(x, shape=(1, tile_cols), offset=(i, col), storage="register")
+            acc += wp.tile_astype(t, wp.float32)
+            t = nxt
+        acc += wp.tile_astype(t, wp.float32)
+        wp.tile_store(y, wp.tile_sum(acc), offset=i)
+
+    return row_sum
+
+
+@functools.cache
+def loop_kernel(dtype, rows, tile_cols):
+    @wp.kernel(enable_backward=False, module="unique")
+    def rows_loop(x: wp.array2d[dtype], y: wp.array[wp.float32]):
+        first = wp.tid() * rows
+        t = wp.tile_load(x, shape=(1, tile_cols), offset=(first, 0), storage="register")
+        for r in range(first + 1, first + rows):      # rows past the end load as zeros, store nothing
+            nxt = wp.tile_load(x, shape=(1, tile_cols), offset=(r, 0), storage="register")
+            wp.tile_store(y, wp.tile_sum(wp.tile_astype(t, wp.float32)), offset=r - 1)
+            t = nxt
+        wp.tile_store(y, wp.tile_sum(wp.tile_astype(t, wp.float32)), offset=first + rows - 1)
+
+    return rows_loop
+
+
+@functools.cache
 def rows_kernel(dtype, tile_rows, tile_cols, shared):
     @wp.kernel(enable_backward=False, module="unique")
     def rows_sum(x: wp.array2d[dtype], y: wp.array[wp.float32]):
@@ -65,14 +101,24 @@ def kernels(case, plan=None):
     """The (kernel, block_dim) pairs build() launches, for compiling ahead (tools/warp_tiles_sweep.py)."""
     p, tile_rows, tile_cols = _shape(case, plan)
     dtype, shared = warp_dtype(case.dtype), p.storage == "shared"
-    kernel = row_kernel(dtype, tile_cols, shared) if p.kind == "row" else rows_kernel(dtype, tile_rows, tile_cols, shared)
+    if p.kind == "loop":
+        kernel = loop_kernel(dtype, tile_rows, tile_cols)
+    elif p.kind == "rows":
+        kernel = rows_kernel(dtype, tile_rows, tile_cols, shared)
+    elif p.storage == "prefetch":
+        kernel = row_prefetch_kernel(dtype, tile_cols)
+    else:
+        kernel = row_kernel(dtype, tile_cols, shared)
     return [(kernel, p.block_dim)]
 
 
 def _shape(case, plan):
     cols = case.shape["cols"]
     p = plan or BEST["long" if cols >= LONG else "short"]
-    return p, 1 if p.kind == "row" else p.rows, min(p.cols, 1 << max(cols - 1, 0).bit_length())
+    covering = 1 << max(cols - 1, 0).bit_length()
+    if p.kind == "loop" and covering > p.cols:
+        raise ValueError(f"a 'loop' plan takes each row as one tile: {cols} columns need cols >= {covering}")
+    return p, 1 if p.kind == "row" else p.rows, min(p.cols, covering)
 
 
 def build(case, inputs, outputs, stream, variant="", plan=None):
