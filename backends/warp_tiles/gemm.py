@@ -24,9 +24,11 @@ class Tiles(NamedTuple):
     mathdx: bool = True    # tile_matmul through cuBLASDx, or Warp's scalar GEMM
 
 
-# measured on an H100 by tools/warp_tiles_sweep.py (reports/h100/warp_tiles/README.md)
-BEST = {"float32": Tiles(64, 64, 16, 128, "register"), "float16": Tiles(64, 64, 64, 128, "register"),
-        "bfloat16": Tiles(64, 64, 64, 128, "register")}
+# measured on an H100 by tools/warp_tiles_sweep.py (reports/h100/warp_tiles/README.md): 16-bit
+# GEMMs are fastest with the deepest K step that fits shared memory (fewest trips through the
+# accumulator), fp32 with Warp's scalar GEMM, which beat cuBLASDx's SIMT one there
+BEST = {"float32": Tiles(64, 64, 32, 128, "shared", mathdx=False),
+        "float16": Tiles(128, 128, 256, 256, "shared"), "bfloat16": Tiles(128, 128, 256, 256, "shared")}
 
 
 @functools.cache

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import warp as wp
 
 from backends.warp_tiles import warp_dtype
+from problems.base import DTYPES
 
 
 class Plan(NamedTuple):
@@ -25,10 +26,12 @@ class Plan(NamedTuple):
     storage: str           # "shared" | "register" | "prefetch"
 
 
-# measured on an H100 by tools/warp_tiles_sweep.py (reports/h100/warp_tiles/README.md):
-# rows of at least LONG columns take BEST["long"], shorter ones BEST["short"]
+# measured on an H100 by tools/warp_tiles_sweep.py (reports/h100/warp_tiles/README.md): rows of at
+# least LONG columns take BEST["long", item size], shorter ones BEST["short"]. Register tiles load
+# each element on its own (2 bytes a thread for 16-bit types), 2-D shared tiles as 16-byte vectors.
 LONG = 4096
-BEST = {"long": Plan("row", 1, 4096, 256, "register"), "short": Plan("rows", 16, 256, 256, "register")}
+BEST = {("long", 4): Plan("row", 1, 4096, 256, "prefetch"), ("long", 2): Plan("row", 1, 2048, 256, "shared"),
+        "short": Plan("loop", 4, LONG, 32, "register")}
 
 
 @functools.cache
@@ -114,7 +117,7 @@ def kernels(case, plan=None):
 
 def _shape(case, plan):
     cols = case.shape["cols"]
-    p = plan or BEST["long" if cols >= LONG else "short"]
+    p = plan or (BEST["long", DTYPES[case.dtype].itemsize] if cols >= LONG else BEST["short"])
     covering = 1 << max(cols - 1, 0).bit_length()
     if p.kind == "loop" and covering > p.cols:
         raise ValueError(f"a 'loop' plan takes each row as one tile: {cols} columns need cols >= {covering}")
