@@ -54,7 +54,9 @@ def segreduce_candidates(cols, dtype):
         # shared-memory shapes, one row or several per block
         return [{"plan": Plan("row", 1, c, bd, st)} for c, bd, st in
                 itertools.product((1024, 2048, 4096, 8192), (128, 256, 512), ("shared", "register"))] + \
-            [{"plan": Plan("row", 1, c, bd, "shared")} for c, bd in ((512, 64), (1024, 64), (2048, 64))] + \
+            [{"plan": Plan("row", 1, c, bd, "shared")} for c, bd in ((512, 64), (1024, 64), (2048, 64), (1024, 32), (2048, 32),
+                                                                   (4096, 32), (4096, 64), (8192, 64), (16384, 128),
+                                                                   (16384, 256))] + \
             [{"plan": Plan("rows", r, c, bd, "shared")} for r, c, bd in
              itertools.product((2, 4, 8), (1024, 2048), (128, 256))] + \
             [{"plan": Plan("row", 1, c, bd, "prefetch")} for c, bd in ((2048, 128), (4096, 256), (1024, 512))]

@@ -30,7 +30,7 @@ class Plan(NamedTuple):
 # least LONG columns take BEST["long", item size], shorter ones BEST["short"]. Register tiles load
 # each element on its own (2 bytes a thread for 16-bit types), 2-D shared tiles as 16-byte vectors.
 LONG = 4096
-BEST = {("long", 4): Plan("row", 1, 4096, 256, "prefetch"), ("long", 2): Plan("row", 1, 2048, 256, "shared"),
+BEST = {("long", 4): Plan("row", 1, 4096, 256, "prefetch"), ("long", 2): Plan("row", 1, 4096, 128, "shared"),
         "short": Plan("loop", 4, LONG, 32, "register")}
 
 
