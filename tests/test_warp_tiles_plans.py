@@ -25,6 +25,9 @@ PLANS = [
     ("elementwise", "100003-float16", {"plan": E(256, 1024, 128)}),     # 2-D body and a 1-D tail
     ("elementwise", "1001-bfloat16", {"plan": E(1024, 2048, 64)}),      # all tail
     ("elementwise", "1048579-float32", {"plan": E(0, 4096, 256)}),
+    # whole 16-byte-aligned tiles: loads without bounds or alignment checks (aligned=True)
+    ("segreduce", {"rows": 5, "cols": 8192}, {"plan": S("row", 1, 4096, 128, "shared")}),
+    ("elementwise", {"n": 65536 + 7}, {"plan": E(256, 2048, 64)}),
 ]
 
 
@@ -39,7 +42,7 @@ def session():
 @pytest.mark.parametrize("problem,case,options", PLANS, ids=[f"{p}-{c}-{o}" for p, c, o in PLANS])
 def test_plan_on_cpu(session, problem, case, options):
     prob = problems.get(problem)
-    c = prob.case(case)
+    c = prob.case(case) if isinstance(case, str) else prob.custom_case(case, "bfloat16")
     b = session.prepare(prob, c, seed=123, **options)
     got, _ = session.call(b.run, b.outputs)
     prob.check(session.fetch(got), b.ref, c)        # the assertion: CheckError on a mismatch or poison

@@ -11,6 +11,7 @@ from typing import NamedTuple
 import warp as wp
 
 from backends.warp_tiles import warp_dtype
+from problems.base import DTYPES
 
 
 class Plan(NamedTuple):
@@ -37,15 +38,19 @@ def axpy_1d(dtype, tile):
 
 
 @functools.cache
-def axpy_2d(dtype, rows, cols):
+def axpy_2d(dtype, rows, cols, aligned):
+    checked = not aligned      # aligned: whole tiles of 16-byte rows, so no bounds or alignment checks
+
     @wp.kernel(enable_backward=False, module="unique")
     def axpy(x: wp.array2d[dtype], y: wp.array2d[dtype], z: wp.array2d[dtype], alpha: wp.float32):
         i = wp.tid()
-        tx = wp.tile_astype(wp.tile_load(x, shape=(rows, cols), offset=(i * rows, 0), storage="shared"), wp.float32)
-        ty = wp.tile_astype(wp.tile_load(y, shape=(rows, cols), offset=(i * rows, 0), storage="shared"), wp.float32)
+        tx = wp.tile_load(x, shape=(rows, cols), offset=(i * rows, 0), storage="shared", bounds_check=checked,
+                          aligned=aligned)
+        ty = wp.tile_load(y, shape=(rows, cols), offset=(i * rows, 0), storage="shared", bounds_check=checked,
+                          aligned=aligned)
         tz = wp.tile_empty(shape=(rows, cols), dtype=dtype, storage="shared")
-        wp.tile_assign(tz, wp.tile_astype(tx * alpha + ty, dtype))
-        wp.tile_store(z, tz, offset=(i * rows, 0))
+        wp.tile_assign(tz, wp.tile_astype(wp.tile_astype(tx, wp.float32) * alpha + wp.tile_astype(ty, wp.float32), dtype))
+        wp.tile_store(z, tz, offset=(i * rows, 0), bounds_check=checked, aligned=aligned)
 
     return axpy
 
@@ -55,7 +60,9 @@ def kernels(case, plan=None):
     p = plan or BEST[case.dtype]
     dtype, n = warp_dtype(case.dtype), case.shape["n"]
     body = n - n % p.cols if p.cols else 0
-    return ([(axpy_2d(dtype, p.tile // p.cols, p.cols), p.block_dim)] if body else []) + \
+    rows = p.tile // p.cols if p.cols else 0
+    aligned = bool(body) and (body // p.cols) % rows == 0 and p.cols * DTYPES[case.dtype].itemsize % 16 == 0
+    return ([(axpy_2d(dtype, rows, p.cols, aligned), p.block_dim)] if body else []) + \
         ([(axpy_1d(dtype, p.cols or p.tile), p.block_dim)] if body < n else [])
 
 

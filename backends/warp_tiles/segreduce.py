@@ -5,7 +5,8 @@
   rows with tile_sum(axis=1);
 - "loop": a block sums `rows` short rows one after another, each a single (1 x cols) tile
   reduced with tile_sum, the next row's load issued before the current row's sum.
-`storage` "shared" loads tiles as 16-byte vectors through shared memory, "register" loads each
+`storage` "shared" loads tiles as 16-byte vectors through shared memory (without bounds or
+alignment checks where every tile lies inside a 16-byte-aligned row), "register" loads each
 thread's elements straight into registers, "prefetch" ("row" only) loads into registers the
 tile after the one being added, as Warp's pipelined tile-matmul benchmark does. Which plan a
 case gets is measured (BEST)."""
@@ -35,14 +36,17 @@ BEST = {("long", 4): Plan("row", 1, 4096, 256, "prefetch"), ("long", 2): Plan("r
 
 
 @functools.cache
-def row_kernel(dtype, tile_cols, shared):
+def row_kernel(dtype, tile_cols, shared, aligned):
+    checked = not aligned      # aligned: every tile lies inside a row that starts on 16 bytes
+
     @wp.kernel(enable_backward=False, module="unique")
     def row_sum(x: wp.array2d[dtype], y: wp.array[wp.float32]):
         i = wp.tid()
         acc = wp.tile_zeros(shape=(1, tile_cols), dtype=wp.float32)
         for col in range(0, x.shape[1], tile_cols):
             if wp.static(shared):
-                t = wp.tile_load(x, shape=(1, tile_cols), offset=(i, col), storage="shared")
+                t = wp.tile_load(x, shape=(1, tile_cols), offset=(i, col), storage="shared",
+                                 bounds_check=checked, aligned=aligned)
             else:
                 t = wp.tile_load(x, shape=(1, tile_cols), offset=(i, col), storage="register")
             acc += wp.tile_astype(t, wp.float32)
@@ -111,7 +115,9 @@ def kernels(case, plan=None):
     elif p.storage == "prefetch":
         kernel = row_prefetch_kernel(dtype, tile_cols)
     else:
-        kernel = row_kernel(dtype, tile_cols, shared)
+        cols = case.shape["cols"]
+        aligned = shared and cols % tile_cols == 0 and cols * DTYPES[case.dtype].itemsize % 16 == 0
+        kernel = row_kernel(dtype, tile_cols, shared, aligned)
     return [(kernel, p.block_dim)]
 
 
