@@ -28,7 +28,6 @@ PLANS = [
     # whole 16-byte-aligned tiles: loads without bounds or alignment checks (aligned=True)
     ("segreduce", {"rows": 5, "cols": 8192}, {"plan": S("row", 1, 4096, 128, "shared")}),
     ("elementwise", {"n": 65536 + 7}, {"plan": E(256, 2048, 64)}),
-    ("gemm", {"M": 128, "N": 64, "K": 256}, {"tiles": P(64, 32, 128, 64, "shared")}),
 ]
 
 

@@ -3,19 +3,16 @@
 them to tile_matmul. `mathdx` picks what tile_matmul runs: cuBLASDx (libmathdx), or Warp's own
 scalar GEMM (the setting of Warp's benchmark_tile_matmul_pipelined.py, and the faster one for
 float32 here). tile_matmul keeps its accumulator in shared memory either way, so every K step
-reads and writes the (TILE_M x TILE_N) float32 tile there. `pipeline` picks how the tiles
-arrive: "shared" loads them straight into shared memory (16-byte vector loads where a tile lies
-inside the matrix, without bounds checks where every tile does); "register" loads the next pair
-into registers while the current one is multiplied, as benchmark_tile_matmul_pipelined.py does.
-tile_load reads zeros past the edges, so any shape works; bfloat16 tiles need the module's
-backward pass off."""
+reads and writes the (TILE_M x TILE_N) float32 tile there. `pipeline` picks how the tiles arrive: "shared" loads them straight into shared memory (16-byte vector loads where a tile lies
+inside the matrix); "register" loads the next pair into registers while the current one is
+multiplied, as benchmark_tile_matmul_pipelined.py does. tile_load reads zeros past the edges,
+so any shape works; bfloat16 tiles need the module's backward pass off."""
 import functools
 from typing import NamedTuple
 
 import warp as wp
 
 from backends.warp_tiles import warp_dtype
-from problems.base import DTYPES
 
 
 class Tiles(NamedTuple):
@@ -35,24 +32,18 @@ BEST = {"float32": Tiles(64, 64, 32, 128, "shared", mathdx=False),
 
 
 @functools.cache
-def gemm_kernel(dtype, t: Tiles, aligned=False):
-    """aligned: every tile is whole and its rows start on 16 bytes, so shared-memory loads skip
-    bounds and alignment checks."""
+def gemm_kernel(dtype, t: Tiles):
     TM, TN, TK = t.m, t.n, t.k
     options = {"enable_backward": False, "enable_mathdx_gemm": t.mathdx}
 
     if t.pipeline == "shared":
-        checked = not aligned
-
         @wp.kernel(module="unique", module_options=options)
         def gemm(a: wp.array2d[dtype], b: wp.array2d[dtype], c: wp.array2d[dtype]):
             i, j = wp.tid()
             acc = wp.tile_zeros(shape=(TM, TN), dtype=wp.float32)
             for k in range(0, a.shape[1], TK):
-                a_tile = wp.tile_load(a, shape=(TM, TK), offset=(i * TM, k), storage="shared",
-                                      bounds_check=checked, aligned=aligned)
-                b_tile = wp.tile_load(b, shape=(TK, TN), offset=(k, j * TN), storage="shared",
-                                      bounds_check=checked, aligned=aligned)
+                a_tile = wp.tile_load(a, shape=(TM, TK), offset=(i * TM, k), storage="shared")
+                b_tile = wp.tile_load(b, shape=(TK, TN), offset=(k, j * TN), storage="shared")
                 wp.tile_matmul(a_tile, b_tile, acc)
             wp.tile_store(c, wp.tile_astype(acc, dtype), offset=(i * TM, j * TN))
 
@@ -81,9 +72,7 @@ def kernels(case, tiles=None, variant=""):
     t = tiles or BEST[case.dtype]
     if variant == "no_mathdx":
         t = t._replace(mathdx=False)
-    (m, n, k), size = (case.shape[d] for d in "MNK"), DTYPES[case.dtype].itemsize
-    aligned = m % t.m == 0 and n % t.n == 0 and k % t.k == 0 and k * size % 16 == 0 and n * size % 16 == 0
-    return [(gemm_kernel(warp_dtype(case.dtype), t, aligned), t.block_dim)]
+    return [(gemm_kernel(warp_dtype(case.dtype), t), t.block_dim)]
 
 
 def build(case, inputs, outputs, stream, variant="", tiles=None):
