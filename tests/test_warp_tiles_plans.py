@@ -12,21 +12,20 @@ from harness.run.session import Session                      # noqa: E402
 
 P, S, E = gemm.Tiles, segreduce.Plan, elementwise.Plan
 PLANS = [
-    ("gemm", "129x257x65-bfloat16", {"tiles": P(64, 64, 32, 128, "shared")}),
-    ("gemm", "129x257x65-float16", {"tiles": P(32, 64, 16, 64, "register")}),
-    ("gemm", "129x257x65-float32", {"tiles": P(64, 32, 16, 64, "shared")}),
-    ("segreduce", "37x4097-float32", {"plan": S("row", 1, 1024, 64, "shared")}),
-    ("segreduce", "3x4097-bfloat16", {"plan": S("row", 1, 512, 32, "register")}),
-    ("segreduce", "64x1000-float16", {"plan": S("rows", 4, 256, 64, "shared")}),
-    ("segreduce", "1000x1-float32", {"plan": S("rows", 8, 256, 32, "register")}),
-    ("segreduce", "3x4097-bfloat16", {"plan": S("row", 1, 1024, 64, "prefetch")}),
-    ("segreduce", "64x1000-float32", {"plan": S("loop", 6, 1024, 32, "register")}),    # a partial last block
-    ("gemm", "129x257x65-float32", {"tiles": P(64, 64, 32, 64, "shared", mathdx=False)}),
+    ("gemm", "129x257x65-bfloat16", {"tiles": P(64, 64, 32, 128)}),
+    ("gemm", "129x257x65-float16", {"tiles": P(32, 64, 16, 64)}),
+    ("gemm", "129x257x65-float32", {"tiles": P(64, 32, 16, 64)}),
+    ("gemm", "129x257x65-float32", {"tiles": P(64, 64, 32, 64, mathdx=False)}),
+    ("segreduce", "37x4097-float32", {"plan": S("shared", 1, 1024, 64)}),
+    ("segreduce", "3x4097-bfloat16", {"plan": S("prefetch", 1, 1024, 64)}),
+    ("segreduce", "1000x1-float32", {"plan": S("prefetch", 1, 256, 32)}),
+    ("segreduce", "64x1000-float32", {"plan": S("loop", 6, 1024, 32)}),    # a partial last block
+    ("segreduce", "64x1000-float16", {"plan": S("loop", 4, 4096, 32)}),
     ("elementwise", "100003-float16", {"plan": E(256, 1024, 128)}),     # 2-D body and a 1-D tail
     ("elementwise", "1001-bfloat16", {"plan": E(1024, 2048, 64)}),      # all tail
     ("elementwise", "1048579-float32", {"plan": E(0, 4096, 256)}),
     # whole 16-byte-aligned tiles: loads without bounds or alignment checks (aligned=True)
-    ("segreduce", {"rows": 5, "cols": 8192}, {"plan": S("row", 1, 4096, 128, "shared")}),
+    ("segreduce", {"rows": 5, "cols": 8192}, {"plan": S("shared", 1, 4096, 128)}),
     ("elementwise", {"n": 65536 + 7}, {"plan": E(256, 2048, 64)}),
 ]
 

@@ -1,5 +1,5 @@
 """Which plan each Warp tile kernel takes: candidates for backends/warp_tiles (GEMM tile shapes,
-block_dim and pipelining; row-sum and elementwise plans), compiled ahead in parallel threads,
+block_dim and cuBLASDx or not; row-sum and elementwise plans), compiled ahead in parallel threads,
 each built by the lab's Session on a bench case, checked against the float64 reference and
 timed cold (L2 flushed, CUDA events: the lab's EventEngine) beside the reference measured the
 same way in the same process: cuBLAS (torch.matmul) for GEMM, a 1 GiB device copy for the rest.
@@ -7,7 +7,9 @@ same way in the same process: cuBLAS (torch.matmul) for GEMM, a 1 GiB device cop
     python -m tools.warp_tiles_sweep gemm segreduce elementwise --out DIR [--dtype float16 ...] [--match RE]
 
 Writes DIR/sweep.json as it goes and prints a table per case, best first. The winners go into
-the BEST tables of backends/warp_tiles by hand, with this table in the report's README.
+the BEST tables of backends/warp_tiles by hand; `python -m tools.sweep_table` turns sweep.json
+files into the report's tables. The candidates are those the kernels still take: plans that
+lost and were removed are in the committed sweeps (reports/h100/warp_tiles/sweeps/).
 """
 from __future__ import annotations
 
@@ -28,10 +30,9 @@ CRIT = Criterion(min_samples=10, min_time_s=0.2, timeout_s=4.0)
 
 
 def gemm_candidates(dtype):
-    """(TILE_M, TILE_N, TILE_K, block_dim), each shared and register-pipelined. Every shape is a
-    cuBLASDx build of its own (Warp builds them one at a time, 10-30 s each), so the list is short:
-    the earlier choice, wider tiles, and deeper K steps (fewer trips through tile_matmul's
-    shared-memory accumulator per multiply-add)."""
+    """(TILE_M, TILE_N, TILE_K, block_dim). Every shape is a cuBLASDx build of its own (Warp builds
+    them one at a time, 10-30 s each), so the list is short: wider tiles and deeper K steps (fewer
+    trips through tile_matmul's shared-memory accumulator per multiply-add)."""
     from backends.warp_tiles.gemm import Tiles
     if dtype == "float32":
         shapes = [(64, 64, 16, 128), (64, 64, 32, 128), (128, 64, 32, 128), (128, 128, 16, 256),
@@ -43,33 +44,17 @@ def gemm_candidates(dtype):
                   (128, 128, 256, 256), (128, 64, 128, 128), (64, 64, 256, 128), (128, 256, 64, 256),
                   (256, 128, 64, 256)]
         scalar = [(64, 64, 32, 64)]
-    return [{"tiles": Tiles(*s, p)} for s in shapes for p in ("shared", "register")] + \
-        [{"tiles": Tiles(*s, p, mathdx=False)} for s in scalar for p in ("shared", "register")]
+    return [{"tiles": Tiles(*s)} for s in shapes] + [{"tiles": Tiles(*s, mathdx=False)} for s in scalar]
 
 
 def segreduce_candidates(cols, dtype):
     from backends.warp_tiles.segreduce import Plan
-    if cols >= 4096 and dtype != "float32":
-        # 16-bit: register tiles load 2 bytes a thread; shared tiles as 16-byte vectors, so more
-        # shared-memory shapes, one row or several per block
-        return [{"plan": Plan("row", 1, c, bd, st)} for c, bd, st in
-                itertools.product((1024, 2048, 4096, 8192), (128, 256, 512), ("shared", "register"))] + \
-            [{"plan": Plan("row", 1, c, bd, "shared")} for c, bd in ((512, 64), (1024, 64), (2048, 64), (1024, 32), (2048, 32),
-                                                                   (4096, 32), (4096, 64), (8192, 64), (16384, 128),
-                                                                   (16384, 256))] + \
-            [{"plan": Plan("rows", r, c, bd, "shared")} for r, c, bd in
-             itertools.product((2, 4, 8), (1024, 2048), (128, 256))] + \
-            [{"plan": Plan("row", 1, c, bd, "prefetch")} for c, bd in ((2048, 128), (4096, 256), (1024, 512))]
-    if cols >= 4096:
-        return [{"plan": Plan("row", 1, c, bd, st)} for c, bd, st in
-                itertools.product((2048, 4096, 8192), (256, 512), ("shared", "register"))] + \
-            [{"plan": Plan("rows", 1, 4096, 256, "register")}] + \
-            [{"plan": Plan("row", 1, c, bd, "prefetch")} for c, bd in
-             itertools.product((1024, 2048, 4096, 8192), (128, 256, 512)) if c // bd <= 32]
-    return [{"plan": Plan("row", 1, 256, bd, st)} for bd, st in itertools.product((32, 64, 128), ("shared", "register"))] + \
-        [{"plan": Plan("rows", r, 256, bd, st)} for r, bd, st in
-         itertools.product((4, 8, 16, 32), (128, 256), ("shared", "register"))] + \
-        [{"plan": Plan("loop", r, 256, bd, "register")} for r, bd in itertools.product((4, 16, 64), (32, 64, 128))]
+    if cols < 4096:
+        return [{"plan": Plan("loop", r, 256, bd)} for r, bd in itertools.product((4, 16, 64), (32, 64, 128))]
+    shared = (1024, 2048, 4096, 8192), (32, 64, 128, 256, 512)
+    prefetch = (1024, 2048, 4096, 8192), (128, 256, 512)
+    return [{"plan": Plan("shared", 1, c, bd)} for c, bd in itertools.product(*shared) if 4 <= c // bd <= 128] + \
+        [{"plan": Plan("prefetch", 1, c, bd)} for c, bd in itertools.product(*prefetch) if c // bd <= 32]
 
 
 def elementwise_candidates(dtype):

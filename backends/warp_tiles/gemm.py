@@ -1,12 +1,13 @@
 """C = A @ B in Warp tiles, as Warp's benchmark_gemm.py writes it: each block owns a
-(TILE_M x TILE_N) float32 accumulator and walks K, tile_load-ing the A and B tiles and handing
-them to tile_matmul. `mathdx` picks what tile_matmul runs: cuBLASDx (libmathdx), or Warp's own
-scalar GEMM (the setting of Warp's benchmark_tile_matmul_pipelined.py, and the faster one for
-float32 here). tile_matmul keeps its accumulator in shared memory either way, so every K step
-reads and writes the (TILE_M x TILE_N) float32 tile there. `pipeline` picks how the tiles arrive: "shared" loads them straight into shared memory (16-byte vector loads where a tile lies
-inside the matrix); "register" loads the next pair into registers while the current one is
-multiplied, as benchmark_tile_matmul_pipelined.py does. tile_load reads zeros past the edges,
-so any shape works; bfloat16 tiles need the module's backward pass off."""
+(TILE_M x TILE_N) float32 accumulator and walks K, tile_load-ing the A and B tiles into shared
+memory (16-byte vector loads where a tile lies inside the matrix) and handing them to
+tile_matmul. `mathdx` picks what tile_matmul runs: cuBLASDx (libmathdx), or Warp's own scalar
+GEMM (the setting of Warp's benchmark_tile_matmul_pipelined.py, and the faster one for float32
+here). tile_matmul keeps its accumulator in shared memory either way, so every K step reads and
+writes the (TILE_M x TILE_N) float32 tile there. tile_load reads zeros past the edges, so any
+shape works; bfloat16 tiles need the module's backward pass off. Register-prefetched tiles (the
+pipelined benchmark's other kernel) and unchecked aligned loads were measured and lost
+(reports/h100/warp_tiles/README.md)."""
 import functools
 from typing import NamedTuple
 
@@ -20,51 +21,31 @@ class Tiles(NamedTuple):
     n: int
     k: int
     block_dim: int
-    pipeline: str          # "shared" | "register"
     mathdx: bool = True    # tile_matmul through cuBLASDx, or Warp's scalar GEMM
 
 
 # measured on an H100 by tools/warp_tiles_sweep.py (reports/h100/warp_tiles/README.md): 16-bit
 # GEMMs are fastest with the deepest K step that fits shared memory (fewest trips through the
 # accumulator), fp32 with Warp's scalar GEMM, which beat cuBLASDx's SIMT one there
-BEST = {"float32": Tiles(64, 64, 32, 128, "shared", mathdx=False),
-        "float16": Tiles(128, 128, 256, 256, "shared"), "bfloat16": Tiles(128, 128, 256, 256, "shared")}
+BEST = {"float32": Tiles(64, 64, 32, 128, mathdx=False),
+        "float16": Tiles(128, 128, 256, 256), "bfloat16": Tiles(128, 128, 256, 256)}
 
 
 @functools.cache
 def gemm_kernel(dtype, t: Tiles):
     TM, TN, TK = t.m, t.n, t.k
-    options = {"enable_backward": False, "enable_mathdx_gemm": t.mathdx}
 
-    if t.pipeline == "shared":
-        @wp.kernel(module="unique", module_options=options)
-        def gemm(a: wp.array2d[dtype], b: wp.array2d[dtype], c: wp.array2d[dtype]):
-            i, j = wp.tid()
-            acc = wp.tile_zeros(shape=(TM, TN), dtype=wp.float32)
-            for k in range(0, a.shape[1], TK):
-                a_tile = wp.tile_load(a, shape=(TM, TK), offset=(i * TM, k), storage="shared")
-                b_tile = wp.tile_load(b, shape=(TK, TN), offset=(k, j * TN), storage="shared")
-                wp.tile_matmul(a_tile, b_tile, acc)
-            wp.tile_store(c, wp.tile_astype(acc, dtype), offset=(i * TM, j * TN))
-
-        return gemm
-
-    @wp.kernel(module="unique", module_options=options)
-    def gemm_pipelined(a: wp.array2d[dtype], b: wp.array2d[dtype], c: wp.array2d[dtype]):
+    @wp.kernel(module="unique", module_options={"enable_backward": False, "enable_mathdx_gemm": t.mathdx})
+    def gemm(a: wp.array2d[dtype], b: wp.array2d[dtype], c: wp.array2d[dtype]):
         i, j = wp.tid()
         acc = wp.tile_zeros(shape=(TM, TN), dtype=wp.float32)
-        a_tile = wp.tile_load(a, shape=(TM, TK), offset=(i * TM, 0), storage="register")
-        b_tile = wp.tile_load(b, shape=(TK, TN), offset=(0, j * TN), storage="register")
-        for k in range(TK, a.shape[1], TK):
-            a_next = wp.tile_load(a, shape=(TM, TK), offset=(i * TM, k), storage="register")
-            b_next = wp.tile_load(b, shape=(TK, TN), offset=(k, j * TN), storage="register")
+        for k in range(0, a.shape[1], TK):
+            a_tile = wp.tile_load(a, shape=(TM, TK), offset=(i * TM, k), storage="shared")
+            b_tile = wp.tile_load(b, shape=(TK, TN), offset=(k, j * TN), storage="shared")
             wp.tile_matmul(a_tile, b_tile, acc)
-            a_tile = a_next
-            b_tile = b_next
-        wp.tile_matmul(a_tile, b_tile, acc)
         wp.tile_store(c, wp.tile_astype(acc, dtype), offset=(i * TM, j * TN))
 
-    return gemm_pipelined
+    return gemm
 
 
 def kernels(case, tiles=None, variant=""):
