@@ -49,7 +49,8 @@ def axpy_2d(dtype, rows, cols, aligned):
         ty = wp.tile_load(y, shape=(rows, cols), offset=(i * rows, 0), storage="shared", bounds_check=checked,
                           aligned=aligned)
         tz = wp.tile_empty(shape=(rows, cols), dtype=dtype, storage="shared")
-        wp.tile_assign(tz, wp.tile_astype(wp.tile_astype(tx, wp.float32) * alpha + wp.tile_astype(ty, wp.float32), dtype))
+        z32 = wp.tile_astype(tx, wp.float32) * alpha + wp.tile_astype(ty, wp.float32)
+        wp.tile_assign(tz, wp.tile_astype(z32, dtype))
         wp.tile_store(z, tz, offset=(i * rows, 0), bounds_check=checked, aligned=aligned)
 
     return axpy
@@ -77,7 +78,7 @@ def build(case, inputs, outputs, stream, variant="", plan=None):
     if body < n:
         arrays.append([a[body:] for a in (x, y, z)])
     launches = []
-    for (kernel, block_dim), views in zip(kernels(case, p), arrays):
+    for (kernel, block_dim), views in zip(kernels(case, p), arrays, strict=True):
         tile_items = p.tile // p.cols if views[0].ndim == 2 else (p.cols or p.tile)   # rows or elements
         launch = wp.launch_tiled(kernel, dim=-(-views[0].shape[0] // tile_items), inputs=[*views, alpha],
                                  block_dim=block_dim, device=x.device, record_cmd=True)
