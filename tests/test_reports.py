@@ -58,6 +58,15 @@ def test_figures_exist_and_are_not_empty(html_report):
         assert "<svg" in svg.read_text() and svg.stat().st_size > 5000, svg
 
 
+def test_figures_are_reproducible(html_report, tmp_path):
+    """The same results give byte-identical figures (no date, fixed SVG ids), so a regenerated
+    committed report differs only where its results do."""
+    r = ways("report", str(CUTE), str(NVRTC), "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    again = sorted((tmp_path / "figures").iterdir())
+    assert again and all(f.read_bytes() == (html_report / "figures" / f.name).read_bytes() for f in again)
+
+
 def test_page_is_self_contained_with_tables_figures_and_source(html_report):
     page = (html_report / "index.html").read_text()
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "the page loads something from a network"

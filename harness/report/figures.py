@@ -14,14 +14,16 @@ def _plt():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    plt.rcParams.update({"svg.fonttype": "none", "figure.dpi": 100, "font.size": 9})
+    # a fixed salt for the SVG ids, so the same results give the same files (a clean diff when
+    # committed reports are regenerated)
+    plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "ways", "figure.dpi": 100, "font.size": 9})
     return plt
 
 
 def _save(fig, out: Path, name: str) -> list[Path]:
     paths = [out / f"{name}.png", out / f"{name}.svg"]
     for p in paths:
-        fig.savefig(p, bbox_inches="tight")
+        fig.savefig(p, bbox_inches="tight", metadata={"Date": None} if p.suffix == ".svg" else None)
     _plt().close(fig)
     return paths
 
