@@ -19,6 +19,8 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from harness.measure.phases import PHASES
+
 MAX_NOISE = 0.005
 MIN_SAMPLES = 10
 MIN_TIME_S = 0.5
@@ -57,6 +59,7 @@ def _done(samples, crit: Criterion, started: float) -> str | None:
 WARMUP_S = 0.5
 
 
+@PHASES.timed("warm-up")
 def warm_up(run, sync, seconds: float = WARMUP_S) -> int:
     """Back-to-back calls until `seconds` pass, so every case starts sampling from a GPU at its
     working clocks and temperature rather than from whatever the previous case left."""
@@ -70,6 +73,7 @@ def warm_up(run, sync, seconds: float = WARMUP_S) -> int:
     return calls
 
 
+@PHASES.timed("host timing")
 def host_call_costs(run, sync, budget_s: float = 0.3, max_calls: int = 200) -> dict:
     """Wall time of a synchronized call (what a Python caller waits for) and of the dispatch alone
     (run() returning, work still queued): the launch overhead a tool adds."""
@@ -91,6 +95,7 @@ def host_call_costs(run, sync, budget_s: float = 0.3, max_calls: int = 200) -> d
 HOST_TIMEOUT_S = 3.0      # a CPU baseline rarely gets under 0.5% noise: do not wait 15 s for it
 
 
+@PHASES.timed("sampling (cold)")
 def host_engine(run, crit: Criterion | None = None) -> dict:
     """CPU variants: wall-clock samples of run(), same stopping rule, shorter time limit."""
     crit = crit or Criterion(timeout_s=HOST_TIMEOUT_S)
@@ -174,7 +179,8 @@ def on_gpu(device, run, measure, warmup_s: float = WARMUP_S) -> dict:
     """A GPU case's timing: warm up, the cold figures from `measure(run)` (nvbench or events),
     then the sustained mode."""
     calls = warm_up(run, device.sync, warmup_s)
-    timing = measure(run)
+    with PHASES("sampling (cold)"):
+        timing = measure(run)
     timing["warmup_calls"] = calls
     timing["sustained"] = sustained(device, run, warmup_s / max(calls, 1))
     timing["device_ms_sustained"] = timing["sustained"]["median_ms"]
@@ -189,6 +195,7 @@ SUSTAINED_BATCHES = 10
 SUSTAINED_LEAD_S = 1.0
 
 
+@PHASES.timed("sampling (sustained)")
 def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S, batches: int = SUSTAINED_BATCHES,
               lead_s: float = SUSTAINED_LEAD_S) -> dict:
     """Back-to-back calls (no L2 flush, no gap): `lead_s` untimed, then about `seconds` timed as

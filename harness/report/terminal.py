@@ -16,6 +16,7 @@ def _f(x, spec):
 
 def print_summary(doc: dict) -> None:
     console = Console(width=None if sys.stdout.isatty() else 160)
+    print_phases(console, doc["run"])
     timed = [r for r in doc["records"] if r.get("timing")]
     if timed:
         table = Table(title="timed (bench) cases: cold (L2 flushed, gaps) / sustained (back to back)")
@@ -52,3 +53,17 @@ def print_summary(doc: dict) -> None:
         if flag(r) and r["status"] not in ("unavailable", "not_applicable", "compile_only"):
             console.print(f"[red]{flag(r)}[/] " + escape(f"{impl_label(r)} {r['problem']} {r['case']}: "
                                                          f"{flag_note(r).partition(': ')[2]}"))
+
+
+def print_phases(console, run: dict) -> None:
+    """Where the run's wall time went, by phase (run.phases)."""
+    phases = run.get("phases")
+    if not phases:
+        return
+    wall = run.get("duration_s") or sum(phases.values())
+    table = Table(title=f"where the time went: {wall:.1f} s")
+    for col in ("phase", "s", "%"):
+        table.add_column(col, justify="left" if col == "phase" else "right")
+    for name, seconds in phases.items():
+        table.add_row(name, f"{seconds:.2f}", f"{100 * seconds / wall:.0f}" if wall else "")
+    console.print(table)

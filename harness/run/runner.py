@@ -19,6 +19,7 @@ from pathlib import Path
 import backends
 import problems
 from harness.measure import env, gpu, loc, roofline
+from harness.measure.phases import Phases
 from harness.results import crosscheck, records
 from harness.run import registry, supervise
 from harness.run.registry import Impl
@@ -86,6 +87,8 @@ class Run:
         self.out = Path(opts.out)
         self.records: list[dict] = []
         self.set_aside: Path | None = None     # where an earlier run's files in --out were moved
+        self.phases = Phases()                 # this process's, and the workers' they report
+        self.worker_phases = Phases()
 
     def execute(self) -> dict:
         """Run the plan into --out. One run at a time per folder (OutputBusy otherwise); a previous
@@ -107,7 +110,8 @@ class Run:
                 self._execute(jobs, writer, scratch)
                 finished = time.time()
                 writer.write({"type": "end", "run": {"finished": _iso(finished),
-                                                     "duration_s": round(finished - started, 3)}})
+                                                     "duration_s": round(finished - started, 3),
+                                                     "phases": self.phase_profile(finished - started)}})
             finally:
                 writer.close()
                 shutil.rmtree(scratch, ignore_errors=True)
@@ -124,25 +128,42 @@ class Run:
         writer.write({"type": "gpu_state", "when": "before", "state": gpu.state()})
         if any(c.kind == "bench" for j in available if self._on_gpu(j) for c in j.cases):
             self.progress.describe("warm-up and peak references")
-            writer.write({"type": "references", "references": self._peaks(scratch)})
+            with self.phases("warm-up and peak references (a process)"):
+                writer.write({"type": "references", "references": self._peaks(scratch)})
         for job, reason in exported:
-            self._export_job(job, reason, writer, scratch)
+            with self.phases("compile-only processes (no GPU)"):
+                self._export_job(job, reason, writer, scratch)
         for job, reason in skipped:
             for case in job.cases:
                 self._emit(writer, self._record(job, case, status="unavailable", reason=reason))
                 self.progress.advance(f"{job.impl.label} unavailable")
         for job in available:
-            self._run_job(job, writer, scratch)
+            with self.phases("workers"):
+                self._run_job(job, writer, scratch)
         if self.opts.measure_compile:
             for job, ahead_of_time in [(j, False) for j in available] + [(j, True) for j, _ in exported]:
                 self.progress.describe(f"compile time: {job.impl.label} {job.impl.problem}")
-                comp = self._compile_times(job, scratch, ahead_of_time)
+                with self.phases("compile-time processes"):
+                    comp = self._compile_times(job, scratch, ahead_of_time)
                 writer.write({"type": "compile", "backend": job.impl.backend, "variant": job.impl.variant,
                               "problem": job.impl.problem, "compile": comp})
                 self.progress.advance(job.impl.label)
         writer.write({"type": "gpu_state", "when": "after", "state": gpu.state()})
-        for row in crosscheck.pairwise(scratch / "outputs"):
-            writer.write({"type": "crosscheck", "crosscheck": row})
+        with self.phases("cross-check"):
+            for row in crosscheck.pairwise(scratch / "outputs"):
+                writer.write({"type": "crosscheck", "crosscheck": row})
+
+    def phase_profile(self, wall_s: float) -> dict[str, float]:
+        """Seconds per phase: the workers' own phases in place of their wall time, whatever of that
+        they did not account for (process start, imports before the first phase, the event pipe),
+        and the rest of the run (planning, records, GPU state) as "other"."""
+        profile = Phases()
+        profile.add({k: v for k, v in self.phases.seconds.items() if k != "workers"})
+        profile.add(self.worker_phases.seconds)
+        profile.add({"worker processes (start, pipe, unaccounted)":
+                     max(0.0, self.phases.seconds["workers"] - self.worker_phases.total()),
+                     "other (planning, records, GPU state)": max(0.0, wall_s - self.phases.total())})
+        return profile.as_dict()
 
     # -- pieces ---------------------------------------------------------------------------
     def _availability(self, jobs):
@@ -229,6 +250,8 @@ class Run:
                 self.progress.advance(impl.label)
             elif event["event"] == "device":
                 writer.write({"type": "device", "device": event["properties"]})
+            elif event["event"] == "phases":
+                self.worker_phases.add(event["phases"])
 
         def on_lost(index, message, status):
             self._emit(writer, self._record(job, job.cases[index], status=status, error=message))

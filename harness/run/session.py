@@ -15,6 +15,7 @@ import numpy as np
 import backends
 import problems
 from harness.measure.device import open_device
+from harness.measure.phases import PHASES
 from harness.results import records
 from problems.base import Case, CheckError, decode, poison
 
@@ -54,12 +55,14 @@ class Session:
     def prepare(self, problem, case: Case, seed: int, cache: Path | None = None, **options) -> Built:
         """Fresh inputs, the reference, poisoned outputs, and the implementation built on them
         (`options` go to its build(): a tuning sweep tries configurations that way)."""
-        host_inputs, ref = case_data(problem, case, seed, cache)
-        inputs = self.upload(host_inputs, case.dtype)
-        outputs = {name: self.backend.to_device(poison(shape, dt), dt, self.variant)
-                   for name, (shape, dt) in problem.output_spec(case).items()}
-        self.device.sync()
-        with self.backend.stream_context(self.stream, self.variant):
+        with PHASES("inputs and float64 references"):
+            host_inputs, ref = case_data(problem, case, seed, cache)
+        with PHASES("uploads"):
+            inputs = self.upload(host_inputs, case.dtype)
+            outputs = {name: self.backend.to_device(poison(shape, dt), dt, self.variant)
+                       for name, (shape, dt) in problem.output_spec(case).items()}
+            self.device.sync()
+        with PHASES("builds"), self.backend.stream_context(self.stream, self.variant):
             t0 = time.perf_counter()
             build = self.module(problem.name).build
             # a backend with variants tells its implementation which one through `variant`
@@ -72,8 +75,8 @@ class Session:
     def call(self, run, outputs: dict) -> tuple[dict, float]:
         """One call, the whole device synchronized before and after; the outputs it wrote (or
         returned) and its wall time."""
-        self.device.sync()
-        with self.backend.stream_context(self.stream, self.variant):
+        with PHASES("checked calls"), self.backend.stream_context(self.stream, self.variant):
+            self.device.sync()
             t0 = time.perf_counter()
             returned = run()
             self.device.sync()
@@ -83,13 +86,15 @@ class Session:
     def negate_inputs(self, problem, case: Case, b: Built) -> dict:
         """Write the negated inputs into the arrays `b.run` was built on; their reference."""
         host, ref = problem.negated(case, b.host_inputs, b.ref)
-        self.device.sync()
-        for name in problem.linear_inputs:
-            self.backend.overwrite(b.inputs[name], host[name], case.dtype, self.variant)
-        self.device.sync()
+        with PHASES("uploads"):
+            self.device.sync()
+            for name in problem.linear_inputs:
+                self.backend.overwrite(b.inputs[name], host[name], case.dtype, self.variant)
+            self.device.sync()
         b.host_inputs, b.ref = host, ref
         return ref
 
+    @PHASES.timed("checks")
     def changed_inputs(self, b: Built) -> str | None:
         """None, or which input arrays a call modified (an implementation must leave them be)."""
         changed = []
@@ -136,6 +141,7 @@ def case_data(problem, case: Case, seed: int, cache: Path | None):
     return data
 
 
+@PHASES.timed("checks")
 def checked(s: Session, problem, case: Case, rec: dict, got: dict, ref: dict, when: str) -> dict | None:
     """Compare outputs with the reference: on a mismatch mark `rec` wrong (saying when) and return
     None; else keep the worst errors, mark it ok and return the outputs on the host."""
@@ -185,6 +191,7 @@ def check_case(s: Session, problem, case: Case, rec: dict, scratch: Path | None)
                 return
 
 
+@PHASES.timed("outputs kept for the cross-check")
 def save_for_crosscheck(scratch: Path, problem, case: Case, s: Session, host: dict) -> None:
     folder = scratch / "outputs" / problem.name / case.name
     folder.mkdir(parents=True, exist_ok=True)

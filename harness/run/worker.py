@@ -22,6 +22,7 @@ import problems
 from backends.base import Unavailable
 from harness.measure import nvbench_engine
 from harness.measure import timing as timing_mod
+from harness.measure.phases import PHASES
 from harness.results import records
 from harness.run.session import Session, check_case, checked, follows_new_inputs, why_not
 from problems.base import Case
@@ -169,7 +170,8 @@ def run_items(args) -> int:
     items = [(problems.get(it["problem"]), Case(**it["case"])) for it in json.loads(Path(args.items).read_text())]
     w = Worker(args, send)
     try:
-        w.s = Session(args.backend, args.variant)
+        with PHASES("worker start-up (imports, device)"):
+            w.s = Session(args.backend, args.variant)
     except Exception as exc:
         unavailable = isinstance(exc, (ImportError, Unavailable))
         for i, (problem, case) in enumerate(items):
@@ -181,13 +183,16 @@ def run_items(args) -> int:
             send({"event": "done", "item": i, "record": rec})
         return 0
     send({"event": "device", "properties": w.s.device.properties()})
-    for i, (problem, case) in enumerate(items):
-        if case.kind == "test":
-            w.test_item(i, problem, case)
-            if w.broken:
-                return 3      # the parent starts a fresh worker for what is left
-    w.run_bench([(i, p, c) for i, (p, c) in enumerate(items) if c.kind != "test"])
-    return 3 if w.broken else 0
+    try:
+        for i, (problem, case) in enumerate(items):
+            if case.kind == "test":
+                w.test_item(i, problem, case)
+                if w.broken:
+                    return 3      # the parent starts a fresh worker for what is left
+        w.run_bench([(i, p, c) for i, (p, c) in enumerate(items) if c.kind != "test"])
+        return 3 if w.broken else 0
+    finally:
+        send({"event": "phases", "phases": PHASES.as_dict()})
 
 
 def aot_backend(name: str, variant: str):

@@ -1,0 +1,53 @@
+"""Where a run's wall time goes: named phases, each timed exclusively (a phase entered inside
+another stops the outer one's clock until it ends), summed per process. A worker sends its sums to
+the parent, which adds its own phases and the workers' unaccounted time (process start, pipes)."""
+from __future__ import annotations
+
+import functools
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+
+
+class Phases:
+    def __init__(self):
+        self.seconds: dict[str, float] = defaultdict(float)
+        self._stack: list[list] = []          # [name, started] of each open phase, innermost last
+
+    @contextmanager
+    def __call__(self, name: str):
+        now = time.perf_counter()
+        if self._stack:
+            outer = self._stack[-1]
+            self.seconds[outer[0]] += now - outer[1]
+        self._stack.append([name, now])
+        try:
+            yield
+        finally:
+            now = time.perf_counter()
+            self.seconds[name] += now - self._stack.pop()[1]
+            if self._stack:
+                self._stack[-1][1] = now
+
+    def timed(self, name: str):
+        """A decorator: every call of the function counts as `name`."""
+        def wrap(fn):
+            @functools.wraps(fn)
+            def timed_fn(*args, **kwargs):
+                with self(name):
+                    return fn(*args, **kwargs)
+            return timed_fn
+        return wrap
+
+    def add(self, other: dict[str, float]) -> None:
+        for name, seconds in other.items():
+            self.seconds[name] += seconds
+
+    def total(self) -> float:
+        return sum(self.seconds.values())
+
+    def as_dict(self) -> dict[str, float]:
+        return {name: round(s, 3) for name, s in sorted(self.seconds.items(), key=lambda kv: -kv[1])}
+
+
+PHASES = Phases()       # this process's
