@@ -7,7 +7,7 @@ HAS_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes)
 # Without a GPU only the CPU pieces (and the cuTile / NVRTC / CuTe DSL ahead-of-time compilers) install;
 # torch comes first as a pinned CPU-capable build so no unpinned requirement pulls gigabytes of
 # CUDA wheels.
-EXTRAS := $(if $(HAS_GPU),all,cpu,test,cutile-aot,nvrtc-aot,cute)
+EXTRAS := $(if $(HAS_GPU),all,cpu,report,test,cutile-aot,nvrtc-aot,cute)
 
 .PHONY: test demo clean
 
@@ -23,7 +23,7 @@ test: $(VENV)/.installed
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/ways run --out reports/latest
-	$(VENV)/bin/ways report reports/latest/results.json
+	$(VENV)/bin/ways report reports/latest/results.json --html
 
 clean:
 	rm -rf $(VENV) reports/latest .pytest_cache .benchmarks

@@ -215,6 +215,8 @@ def cmd_report(args) -> int:
         written.append(out / "index.html")
     more = f" and {len(written) - 4} more" if len(written) > 4 else ""
     print(f"\nwritten: {', '.join(str(p) for p in written[:4])}{more}")
+    if args.html:
+        print(f"page: {(out / 'index.html').resolve()} (self-contained: open it in a browser)")
     return 0
 
 

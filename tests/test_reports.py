@@ -58,6 +58,12 @@ def test_figures_exist_and_are_not_empty(html_report):
         assert "<svg" in svg.read_text() and svg.stat().st_size > 5000, svg
 
 
+def test_html_report_says_where_the_page_is(tmp_path):
+    r = ways("report", str(CUTE), "--html", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert f"page: {(tmp_path / 'index.html').resolve()}" in r.stdout and (tmp_path / "index.html").is_file()
+
+
 def test_figures_are_reproducible(html_report, tmp_path):
     """The same results give byte-identical figures (no date, fixed SVG ids), so a regenerated
     committed report differs only where its results do."""
