@@ -47,9 +47,9 @@ def gemm_candidates(dtype):
     return [{"tiles": Tiles(*s)} for s in shapes] + [{"tiles": Tiles(*s, mathdx=False)} for s in scalar]
 
 
-def segreduce_candidates(cols, dtype):
-    from backends.warp_tiles.segreduce import Plan
-    if cols < 4096:
+def segreduce_candidates(cols):
+    from backends.warp_tiles.segreduce import LONG, Plan
+    if cols < LONG:
         return [{"plan": Plan("loop", r, 256, bd)} for r, bd in itertools.product((4, 16, 64), (32, 64, 128))]
     shared = (1024, 2048, 4096, 8192), (32, 64, 128, 256, 512)
     prefetch = (1024, 2048, 4096, 8192), (128, 256, 512)
@@ -79,7 +79,7 @@ def cases(problem: str, dtypes: list[str] | None, match: str | None = None) -> l
             if c.name in ("8192x8192x8192-bfloat16", "8192x8192x8192-float16", "4096x4096x4096-float32"):
                 out.append((c.name, gemm_candidates(c.dtype)))
         elif problem == "segreduce":
-            out.append((c.name, segreduce_candidates(c.shape["cols"], c.dtype)))
+            out.append((c.name, segreduce_candidates(c.shape["cols"])))
         elif problem == "elementwise":
             out.append((c.name, elementwise_candidates(c.dtype)))
     if match:
