@@ -22,11 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import problems
-from harness.measure.timing import Criterion, EventEngine, warm_up
 from harness.run.session import Session
-from problems.base import poison
-
-CRIT = Criterion(min_samples=10, min_time_s=0.2, timeout_s=4.0)
+from tools.sweep import build_and_check, failed, print_case, reference_ms, timed
 
 
 def gemm_candidates(dtype):
@@ -104,23 +101,6 @@ def compile_ahead(module, case, candidates):
     return time.perf_counter() - t0
 
 
-def reference_ms(problem: str, case, sessions: dict) -> tuple[str, float]:
-    """The reference's cold time, after 2 s of it as the GPU's warm-up."""
-    if problem == "gemm":
-        if "torch" not in sessions:
-            sessions["torch"] = Session("array_api", "torch")
-        s = sessions["torch"]
-        label, run = "cuBLAS (torch.matmul)", s.prepare(problems.get(problem), case, 0).run
-    else:
-        s = sessions["warp"]
-        src, dst = (s.device.device.allocate(1 << 30, stream=s.device.stream) for _ in range(2))
-        src.fill(1, stream=s.device.stream)
-        label, run = "1 GiB copy", lambda: src.copy_to(dst, stream=s.device.stream)
-    with s.backend.stream_context(s.stream, s.variant):
-        warm_up(run, s.device.sync, 2.0)
-        return label, EventEngine(s.device, CRIT).cold(run)["median_ms"]
-
-
 def sweep(problem: str, dtypes, match, out: Path, rows: list) -> None:
     import backends
     module = backends.implementation("warp_tiles", problem)
@@ -130,44 +110,22 @@ def sweep(problem: str, dtypes, match, out: Path, rows: list) -> None:
     for case_name, candidates in cases(problem, dtypes, match):
         case = prob.case(case_name)
         compile_s = compile_ahead(module, case, candidates)
-        ref_label, ref_ms = reference_ms(problem, case, sessions)
-        b = s.prepare(prob, case, 0)
+        ref_label, ref_ms = reference_ms(problem, case, s, sessions)
+        arrays = s.arrays(prob, case, 0)
         print(f"\n{problem} {case_name}: {len(candidates)} candidates compiled in {compile_s:.0f} s; "
               f"{ref_label} {ref_ms:.4f} ms", flush=True)
         for opts in candidates:
             row = {"problem": problem, "case": case_name, "gpu": s.device.properties()["name"],
                    **{k: v._asdict() for k, v in opts.items()}, "reference": ref_label, "reference_ms": ref_ms}
             try:
-                for name, (shape, dt) in prob.output_spec(case).items():
-                    s.backend.overwrite(b.outputs[name], poison(shape, dt), dt, s.variant)
-                with s.backend.stream_context(s.stream, s.variant):
-                    run = module.build(case, b.inputs, b.outputs, s.stream, **opts)
-                got, _ = s.call(run, b.outputs)
-                prob.check(s.fetch(got), b.ref, case)
-                with s.backend.stream_context(s.stream, s.variant):
-                    t = EventEngine(s.device, CRIT).cold(run)
-                nbytes, flops = prob.work(case)
-                # GEMM: time against cuBLAS's; memory-bound: bandwidth against the copy's (read + written)
-                pct = 100 * ref_ms / t["median_ms"] if problem == "gemm" else \
-                    100 * (nbytes / t["median_ms"]) / ((2 << 30) / ref_ms)
-                row.update(status="ok", cold_ms=t["median_ms"], noise=t["noise"], sm_clock_mhz=t["sm_clock_mhz"],
-                           tflops=flops / t["median_ms"] / 1e9, gb_per_s=nbytes / t["median_ms"] / 1e6,
-                           pct_of_reference=pct)
+                run, _ = build_and_check(s, problem, case, arrays, opts)
+                row.update(timed(s, problem, case, run, ref_ms))
             except Exception as exc:
-                row.update(status="failed", error=f"{type(exc).__name__}: {str(exc)[:300]}")
+                row.update(failed(exc))
             rows.append(row)
             (out / "sweep.json").write_text(json.dumps(rows, indent=1) + "\n")
-        print_case([r for r in rows if r["problem"] == problem and r["case"] == case_name])
-
-
-def print_case(rows):
-    for r in sorted(rows, key=lambda r: r.get("cold_ms") or 1e9):
-        what = tuple((r.get("tiles") or r.get("plan")).values())
-        if r["status"] != "ok":
-            print(f"  {what}: {r['error'][:160]}")
-        else:
-            print(f"  {r['cold_ms']:9.4f} ms {r['tflops']:7.1f} TFLOP/s {r['gb_per_s']:7.0f} GB/s "
-                  f"{r['pct_of_reference']:6.1f}%  {what}", flush=True)
+        print_case([r for r in rows if r["problem"] == problem and r["case"] == case_name],
+                   lambda r: tuple((r.get("tiles") or r.get("plan")).values()))
 
 
 def main(argv=None) -> int:

@@ -1,7 +1,10 @@
-"""cuBLASDx's copies do no bounds checks: shapes that are not tile multiples run on zero-padded
-copies (allocated in build, refreshed by each run, so the padding work is timed too)."""
+"""What the kernels share. cuBLASDx's copies do no bounds checks: shapes that are not tile multiples
+run on zero-padded copies (allocated in build, refreshed by each run, so the padding work is timed
+too). Kernels beyond 48 KiB of dynamic shared memory need the opt-in set on the compiled function."""
 import numba
+from cuda.bindings import driver
 from numba import cuda
+from numba.cuda.typing.typeof import typeof
 
 
 @cuda.jit
@@ -28,3 +31,17 @@ def copier(src, dst, stream):
     copy_2d.compile((numba.typeof(src), numba.typeof(dst)))
     grid = ((src.shape[0] + 15) // 16, (src.shape[1] + 15) // 16)
     return lambda: copy_2d[grid, (16, 16), stream](src, dst)
+
+
+def compiled_with_smem(kernel, smem_bytes, *args):
+    """Compile `kernel` for `args` now and let it use `smem_bytes` of dynamic shared memory (numba
+    has no knob for the opt-in above 48 KiB: set the attribute on the compiled function)."""
+    handle = kernel.compile(tuple(typeof(a) for a in args)).library.get_cufunc().handle
+    if isinstance(handle, driver.CUkernel):
+        err, handle = driver.cuKernelGetFunction(handle)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"cuKernelGetFunction: {err}")
+    err, = driver.cuFuncSetAttribute(
+        handle, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_bytes)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuFuncSetAttribute: {err}")

@@ -1,27 +1,36 @@
 """Per-row sum as linear algebra: y = X @ ones, with nvmath-python's device Matmul (cuBLASDx) in
-a numba-cuda kernel. Each block takes 32 rows and walks the columns in 64-wide slices staged in
-shared memory; B is a column of ones kept in shared memory. n = 1 leaves the tensor cores idle:
-this is the "a reduction is a GEMV" way, not the fast way."""
+a numba-cuda kernel; the device API has no reduction of its own. Each block takes `rows` rows and
+walks the columns in `cols`-wide slices, double-buffered in shared memory by async copies as in
+nvmath's K-loop GEMM example; B is a column of ones kept in shared memory. n = 1 leaves the tensor
+cores idle: the work is the streaming of X."""
 import functools
+from typing import NamedTuple
 
-import numba
 import numpy as np
 from numba import cuda
 from nvmath.device import Matmul
 from nvmath.device.common import clear, copy, copy_fragment, copy_wait, make_tensor
 
-from backends.nvmath_device._tiles import copier, padded
+from backends.nvmath_device._tiles import compiled_with_smem, copier, padded
 
-THREADS = 128
-TM, TK = 32, 64            # 32 rows a block: a long-row matrix still spreads over every SM
+
+class Plan(NamedTuple):
+    rows: int           # rows per block (the GEMV's m)
+    cols: int           # columns per slice (its k)
+    block: int          # threads per block
+
+
+LONG = 4096             # rows at least this long take BEST["long"]
+BEST = {"long": Plan(32, 64, 128), "short": Plan(32, 64, 128)}
 
 
 @functools.cache
-def gemv_kernel(dtype):
-    np_dtype = np.dtype(dtype).type
-    MM = Matmul(size=(TM, 1, TK), precision=(np_dtype, np_dtype, np.float32), data_type="real",
+def gemv_kernel(dtype, plan):
+    T = np.dtype(dtype).type
+    tm, tk = plan.rows, plan.cols
+    MM = Matmul(size=(tm, 1, tk), precision=(T, T, np.float32), data_type="real",
                 arrangement=("row_major", "row_major", "row_major"), execution="Block",
-                block_size=THREADS, static_block_dim=True)
+                block_size=plan.block, static_block_dim=True)
     a_size = MM.get_layout_smem_a().cosize
     b_size = MM.get_layout_smem_b().cosize
     c_size = MM.get_layout_rmem_c().cosize
@@ -29,39 +38,45 @@ def gemv_kernel(dtype):
     @cuda.jit
     def gemv(x, ones, y):
         cols = x.shape[1]
-        rows = x[cuda.blockIdx.x * TM:(cuda.blockIdx.x + 1) * TM, :]
-        smem_a = cuda.shared.array(shape=(a_size,), dtype=np_dtype)
-        smem_b = cuda.shared.array(shape=(b_size,), dtype=np_dtype)
-        a_tile = make_tensor(smem_a, MM.get_layout_smem_a())
-        b_tile = make_tensor(smem_b, MM.get_layout_smem_b())
+        rows = x[cuda.blockIdx.x * tm:(cuda.blockIdx.x + 1) * tm, :]
+        smem = cuda.shared.array(shape=(0,), dtype=T, alignment=16)
+        a_tile = make_tensor(smem[0:a_size], MM.get_layout_smem_a())
+        a_next = make_tensor(smem[a_size:2 * a_size], MM.get_layout_smem_a())
+        b_tile = make_tensor(smem[2 * a_size:2 * a_size + b_size], MM.get_layout_smem_b())
         copy(make_tensor(ones, MM.get_layout_gmem_b(1)), b_tile)
+        copy(make_tensor(rows[:, 0:tk], MM.get_layout_gmem_a(cols)), a_tile)
         acc = make_tensor(cuda.local.array(shape=(c_size,), dtype=np.float32), MM.get_layout_rmem_c())
         clear(acc)
-        for s in range(cols // TK):
-            copy(make_tensor(rows[:, s * TK:(s + 1) * TK], MM.get_layout_gmem_a(cols)), a_tile)
+        for s in range(1, cols // tk):
             copy_wait()
+            copy(make_tensor(rows[:, s * tk:(s + 1) * tk], MM.get_layout_gmem_a(cols)), a_next)
             MM.execute(a_tile, b_tile, acc)
-            cuda.syncthreads()                    # the next slice overwrites a_tile
-        copy_fragment(acc, make_tensor(y[cuda.blockIdx.x * TM:(cuda.blockIdx.x + 1) * TM, :],
+            a_tile, a_next = a_next, a_tile
+        copy_wait()
+        MM.execute(a_tile, b_tile, acc)
+        copy_fragment(acc, make_tensor(y[cuda.blockIdx.x * tm:(cuda.blockIdx.x + 1) * tm, :],
                                        MM.get_layout_gmem_c(1)))
 
-    return gemv
+    smem_bytes = (2 * a_size + b_size) * np.dtype(T).itemsize
+    return gemv, smem_bytes
 
 
-def build(case, inputs, outputs, stream):
+def build(case, inputs, outputs, stream, plan=None):
     x, y = inputs["x"], outputs["y"]
-    rows = x.shape[0]
-    kernel = gemv_kernel(case.dtype)
-    x_p = padded(x, (TM, TK))
+    rows, cols = x.shape
+    plan = plan or BEST["long" if cols >= LONG else "short"]
+    kernel, smem_bytes = gemv_kernel(case.dtype, plan)
+    x_p = padded(x, (plan.rows, plan.cols))
     y_p = cuda.device_array((x_p.shape[0], 1), dtype=np.float32)
-    ones = cuda.to_device(np.ones((TK, 1), dtype=np.dtype(case.dtype)))
-    kernel.compile(tuple(numba.typeof(v) for v in (x_p, ones, y_p)))
+    ones = cuda.to_device(np.ones((plan.cols, 1), dtype=np.dtype(case.dtype)))
+    compiled_with_smem(kernel, smem_bytes, x_p, ones, y_p)
     pad_x = copier(x, x_p, stream)
     crop_y = copier(y_p[:rows], y.reshape(rows, 1), stream)
+    launch = kernel[x_p.shape[0] // plan.rows, plan.block, stream, smem_bytes]
 
     def run():
         pad_x()
-        kernel[x_p.shape[0] // TM, THREADS, stream](x_p, ones, y_p)
+        launch(x_p, ones, y_p)
         crop_y()
 
     return run

@@ -55,13 +55,7 @@ class Session:
     def prepare(self, problem, case: Case, seed: int, cache: Path | None = None, **options) -> Built:
         """Fresh inputs, the reference, poisoned outputs, and the implementation built on them
         (`options` go to its build(): a tuning sweep tries configurations that way)."""
-        with PHASES("inputs and float64 references"):
-            host_inputs, ref = case_data(problem, case, seed, cache)
-        with PHASES("uploads"):
-            inputs = self.upload(host_inputs, case.dtype)
-            outputs = {name: self.backend.to_device(poison(shape, dt), dt, self.variant)
-                       for name, (shape, dt) in problem.output_spec(case).items()}
-            self.device.sync()
+        host_inputs, inputs, outputs, ref = self.arrays(problem, case, seed, cache)
         with PHASES("builds"), self.backend.stream_context(self.stream, self.variant):
             t0 = time.perf_counter()
             build = self.module(problem.name).build
@@ -71,6 +65,17 @@ class Session:
             self.device.sync()
             build_s = time.perf_counter() - t0
         return Built(run, host_inputs, inputs, outputs, ref, build_s)
+
+    def arrays(self, problem, case: Case, seed: int, cache: Path | None = None):
+        """Fresh inputs (host and device), poisoned outputs and the reference, nothing built."""
+        with PHASES("inputs and float64 references"):
+            host_inputs, ref = case_data(problem, case, seed, cache)
+        with PHASES("uploads"):
+            inputs = self.upload(host_inputs, case.dtype)
+            outputs = {name: self.backend.to_device(poison(shape, dt), dt, self.variant)
+                       for name, (shape, dt) in problem.output_spec(case).items()}
+            self.device.sync()
+        return host_inputs, inputs, outputs, ref
 
     def call(self, run, outputs: dict) -> tuple[dict, float]:
         """One call, the whole device synchronized before and after; the outputs it wrote (or
