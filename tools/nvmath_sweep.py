@@ -35,11 +35,11 @@ BENCH = {"gemm": ("8192x8192x8192-float16", "4096x4096x4096-float32"),
 def candidates(problem, variant, dtype, cols=0):
     if problem == "segreduce":
         from backends.nvmath_device.segreduce import Plan
-        if cols < 4096:
-            return [Plan(r, 256, t) for r in (8, 16, 32, 64) for t in (64, 128, 256)] + \
-                [Plan(r, 128, t) for r in (16, 32) for t in (128, 256)]
-        return [Plan(r, k, t) for r, k, t in ((32, 64, 128), (32, 128, 128), (32, 256, 128), (32, 256, 256),
-                                              (16, 256, 128), (16, 512, 256), (64, 128, 256), (64, 64, 256))]
+        if cols < 4096:            # one slice covers a row: rows per block and threads
+            return [Plan(r, k, t) for r, k, t in ((8, 256, 64), (16, 256, 128), (32, 256, 128), (64, 256, 256),
+                                                  (32, 128, 128))]
+        return [Plan(r, k, t) for r, k, t in ((32, 64, 128), (32, 128, 128), (32, 256, 128), (16, 512, 256),
+                                              (64, 128, 256))]
     from backends.nvmath_device.gemm import Plan
     if variant == "pipeline":          # warpgroup MMA: 128 threads a warpgroup
         shapes = ((128, 128, 32, 128), (128, 128, 64, 128), (128, 256, 64, 128), (128, 256, 64, 256),
@@ -78,7 +78,8 @@ def gpu_lock(path):
 
 
 def measure(problem, case_name, variant, plan, profile_dir, lock):
-    """In a worker process: build (profiled if asked), check, then time under the lock."""
+    """In a worker process: build (profiled if asked), then check and time under the lock (a
+    candidate that faults must not do so while another one is timed)."""
     from harness.run.session import Session
     from tools.sweep import build_and_check, failed, timed
     row = {"problem": problem, "case": case_name, "variant": variant, "plan": plan._asdict()}
@@ -90,7 +91,7 @@ def measure(problem, case_name, variant, plan, profile_dir, lock):
         prof = cProfile.Profile() if profile_dir else None
         if prof:
             prof.enable()
-        run, row["build_s"] = build_and_check(s, problem, case, arrays, {"plan": plan})
+        run, row["build_s"] = build_and_check(s, problem, case, arrays, {"plan": plan}, lambda: gpu_lock(lock))
         if prof:
             prof.disable()
             text = io.StringIO()

@@ -5,6 +5,7 @@ device copy for the memory-bound problems; and the table a sweep prints per case
 """
 from __future__ import annotations
 
+import contextlib
 import time
 
 import problems
@@ -33,9 +34,10 @@ def reference_ms(problem: str, case, session, sessions: dict) -> tuple[str, floa
         return label, EventEngine(s.device, CRIT).cold(run)["median_ms"]
 
 
-def build_and_check(session, problem: str, case, arrays, options: dict):
+def build_and_check(session, problem: str, case, arrays, options: dict, gpu=contextlib.nullcontext):
     """A candidate's run() built on `arrays` (Session.arrays: host inputs, inputs, outputs,
-    reference; outputs poisoned first), checked once; and its build time in seconds."""
+    reference; outputs poisoned first), checked once (inside `gpu()`: a lock where other processes
+    time meanwhile); and its build time in seconds."""
     s, prob = session, problems.get(problem)
     _, inputs, outputs, ref = arrays
     for name, (shape, dt) in prob.output_spec(case).items():
@@ -46,7 +48,8 @@ def build_and_check(session, problem: str, case, arrays, options: dict):
                                       **({"variant": s.variant} if s.variant else {}), **options)
         s.device.sync()
     build_s = time.perf_counter() - t0
-    got, _ = s.call(run, outputs)
+    with gpu():
+        got, _ = s.call(run, outputs)
     prob.check(s.fetch(got), ref, case)
     return run, build_s
 
