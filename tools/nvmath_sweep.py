@@ -44,7 +44,9 @@ def candidates(problem, variant, dtype, cols=0):
     if variant == "pipeline":          # warpgroup MMA: 128 threads a warpgroup
         shapes = ((128, 128, 32, 128), (128, 128, 64, 128), (128, 256, 64, 128), (128, 256, 64, 256),
                   (256, 128, 64, 256), (128, 256, 32, 256))
-        return [Plan(s[:3], s[3], swap) for s in shapes for swap in (False, True)]
+        more = [Plan((128, 256, 64), 384), Plan((256, 128, 64), 384), Plan((128, 256, 64), 256, False, 3),
+                Plan((128, 256, 128), 256)]
+        return [Plan(s[:3], s[3], swap) for s in shapes for swap in (False, True)] + more
     if dtype == "float32":             # nvmath's example: 256x128x16, 256 threads, column-major
         shapes = ((128, 128, 16, 256), (256, 128, 16, 256), (128, 128, 32, 256), (128, 64, 16, 128))
     else:

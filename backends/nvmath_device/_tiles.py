@@ -4,6 +4,7 @@ too). Kernels beyond 48 KiB of dynamic shared memory need the opt-in set on the 
 import numba
 from cuda.bindings import driver
 from numba import cuda
+from numba.cuda.cudadrv.devicearray import DeviceNDArray
 from numba.cuda.typing.typeof import typeof
 
 
@@ -22,6 +23,11 @@ def padded(array, tiles):
     out = cuda.device_array(shape, dtype=array.dtype)
     out[:] = 0
     return out
+
+
+def transposed(array):
+    """The same bytes seen as the transpose (numba's .T launches a kernel that copies)."""
+    return DeviceNDArray(array.shape[::-1], array.strides[::-1], array.dtype, gpu_data=array.gpu_data)
 
 
 def copier(src, dst, stream):

@@ -16,7 +16,7 @@ from nvmath.device.common import clear, copy, copy_fragment, copy_wait, make_ten
 from nvmath.device.cublasdx import MAX_ALIGNMENT
 from nvmath.device.cublasdx_numba import pipeline_extensions
 
-from backends.nvmath_device._tiles import compiled_with_smem, copier, padded
+from backends.nvmath_device._tiles import compiled_with_smem, copier, padded, transposed
 
 
 class Plan(NamedTuple):
@@ -120,7 +120,7 @@ def build(case, inputs, outputs, stream, variant="", plan=None):
     tm, tn, tk = plan.tile
     if plan.swap:                       # the kernel's (m, n) are C^T's: N and M
         b_p, a_p, c_p = padded(b, (tk, tm)), padded(a, (tn, tk)), padded(c, (tn, tm))
-        ka, kb, kc = b_p.T, a_p.T, c_p.T
+        ka, kb, kc = transposed(b_p), transposed(a_p), transposed(c_p)
     else:
         a_p, b_p, c_p = padded(a, (tm, tk)), padded(b, (tk, tn)), padded(c, (tm, tn))
         ka, kb, kc = a_p, b_p, c_p
