@@ -1,8 +1,8 @@
 """Per-row sum as linear algebra: y = X @ ones, with nvmath-python's device Matmul (cuBLASDx) in
 a numba-cuda kernel; the device API has no reduction of its own. Each block takes `rows` rows and
-walks the columns in `cols`-wide slices, double-buffered in shared memory by async copies as in
-nvmath's K-loop GEMM example; B is a column of ones kept in shared memory. n = 1 leaves the tensor
-cores idle: the work is the streaming of X."""
+walks the columns in `cols`-wide slices, loaded into shared memory by 16-byte async copies
+(double-buffered as in nvmath's K-loop GEMM example, or one at a time); B is a column of ones
+kept in shared memory. n = 1 leaves the tensor cores idle: the work is the streaming of X."""
 import functools
 from typing import NamedTuple
 
@@ -18,6 +18,7 @@ class Plan(NamedTuple):
     rows: int           # rows per block (the GEMV's m)
     cols: int           # columns per slice (its k)
     block: int          # threads per block
+    stages: int = 2     # 2: the next slice loads while this one is summed; 1: load, wait, sum
 
 
 LONG = 4096             # rows at least this long take BEST["long"]
@@ -34,6 +35,7 @@ def gemv_kernel(dtype, plan):
     a_size = MM.get_layout_smem_a().cosize
     b_size = MM.get_layout_smem_b().cosize
     c_size = MM.get_layout_rmem_c().cosize
+    stages = plan.stages
 
     @cuda.jit
     def gemv(x, ones, y):
@@ -41,23 +43,29 @@ def gemv_kernel(dtype, plan):
         rows = x[cuda.blockIdx.x * tm:(cuda.blockIdx.x + 1) * tm, :]
         smem = cuda.shared.array(shape=(0,), dtype=T, alignment=16)
         a_tile = make_tensor(smem[0:a_size], MM.get_layout_smem_a())
-        a_next = make_tensor(smem[a_size:2 * a_size], MM.get_layout_smem_a())
-        b_tile = make_tensor(smem[2 * a_size:2 * a_size + b_size], MM.get_layout_smem_b())
+        a_next = make_tensor(smem[a_size:2 * a_size], MM.get_layout_smem_a())     # unused with 1 stage
+        b_tile = make_tensor(smem[stages * a_size:stages * a_size + b_size], MM.get_layout_smem_b())
         copy(make_tensor(ones, MM.get_layout_gmem_b(1)), b_tile)
-        copy(make_tensor(rows[:, 0:tk], MM.get_layout_gmem_a(cols)), a_tile)
+        copy(make_tensor(rows[:, 0:tk], MM.get_layout_gmem_a(cols)), a_tile, alignment=16)
         acc = make_tensor(cuda.local.array(shape=(c_size,), dtype=np.float32), MM.get_layout_rmem_c())
         clear(acc)
         for s in range(1, cols // tk):
-            copy_wait()
-            copy(make_tensor(rows[:, s * tk:(s + 1) * tk], MM.get_layout_gmem_a(cols)), a_next)
-            MM.execute(a_tile, b_tile, acc)
-            a_tile, a_next = a_next, a_tile
+            if stages == 2:
+                copy_wait()
+                copy(make_tensor(rows[:, s * tk:(s + 1) * tk], MM.get_layout_gmem_a(cols)), a_next, alignment=16)
+                MM.execute(a_tile, b_tile, acc)
+                a_tile, a_next = a_next, a_tile
+            else:
+                copy_wait()
+                MM.execute(a_tile, b_tile, acc)
+                cuda.syncthreads()                # the next slice overwrites a_tile
+                copy(make_tensor(rows[:, s * tk:(s + 1) * tk], MM.get_layout_gmem_a(cols)), a_tile, alignment=16)
         copy_wait()
         MM.execute(a_tile, b_tile, acc)
         copy_fragment(acc, make_tensor(y[cuda.blockIdx.x * tm:(cuda.blockIdx.x + 1) * tm, :],
                                        MM.get_layout_gmem_c(1)))
 
-    smem_bytes = (2 * a_size + b_size) * np.dtype(T).itemsize
+    smem_bytes = (stages * a_size + b_size) * np.dtype(T).itemsize
     return gemv, smem_bytes
 
 
