@@ -6,13 +6,16 @@
 #   git clone https://github.com/NVIDIA/nvmath-python .upstream/nvmath-python && git -C .upstream/nvmath-python checkout 63409f5
 #   mkdir -p .upstream/nvmath-examples && cp .upstream/nvmath-python/examples/device/*.py .upstream/nvmath-examples/
 # then, on the node (after `source /tmp/gpu-site/env.sh`):  bash tools/nvmath_upstream.sh OUTDIR [NAME...]
-# (NAME: device_gemm_performance, device_gemm_performance_pipeline; default both).
+# (NAME: device_gemm_performance, device_gemm_performance_pipeline, device_gemm_performance_fp16;
+# default the first two, as published).
 # Each example's output goes to OUTDIR/<name>.txt: the command line, its output (its own CUDA-event
 # timer: 100 back-to-back calls after one warm-up, beside cuBLASLt timed the same way) and the wall
 # time of the whole script (its cold build included: a fresh process, no cache).
 set -uo pipefail
 out=${1:?usage: nvmath_upstream.sh OUTDIR [NAME...]}; shift
 names=${*:-device_gemm_performance device_gemm_performance_pipeline}
+[[ " $names " == *" device_gemm_performance_fp16 "* ]] &&
+  sed 's/^    precision = np.float32$/    precision = np.float16/' "$ex/cublasdx_device_gemm_performance.py" > "$ex/fp16_device_gemm_performance.py"
 ex=${NVMATH_EXAMPLES:-.upstream/nvmath-examples}
 lock=${WAYS_GPU_LOCK:-/tmp/ways-gpu-timing.lock}   # held while an example runs: tools/nvmath_sweep.py times under it too
 out=$(realpath -m "$out"); mkdir -p "$out"
@@ -26,4 +29,7 @@ run() {   # run NAME SECONDS FILE
 run device_gemm_performance 420 cublasdx_device_gemm_performance.py
 # DevicePipeline (TMA + warpgroup MMA): fp16 in, fp32 accumulate, 8192^3, 128x128x32, A row- and B column-major
 run device_gemm_performance_pipeline 420 cublasdx_device_gemm_performance_pipeline.py
+# the same K loop with its one precision line set to np.float16 (A, B and C in fp16, as the example's
+# (precision,) * 3 makes them): the example's own fp16 figure (its 1e-5 error assertion then fails, after the timings)
+run device_gemm_performance_fp16 420 fp16_device_gemm_performance.py
 tail -n 6 "$out"/*.txt
