@@ -14,11 +14,12 @@
 set -uo pipefail
 out=${1:?usage: nvmath_upstream.sh OUTDIR [NAME...]}; shift
 names=${*:-device_gemm_performance device_gemm_performance_pipeline}
-[[ " $names " == *" device_gemm_performance_fp16 "* ]] &&
-  sed 's/^    precision = np.float32$/    precision = np.float16/' "$ex/cublasdx_device_gemm_performance.py" > "$ex/fp16_device_gemm_performance.py"
 ex=${NVMATH_EXAMPLES:-.upstream/nvmath-examples}
 lock=${WAYS_GPU_LOCK:-/tmp/ways-gpu-timing.lock}   # held while an example runs: tools/nvmath_sweep.py times under it too
 out=$(realpath -m "$out"); mkdir -p "$out"
+if [[ " $names " == *" device_gemm_performance_fp16 "* ]]; then
+  sed 's/^    precision = np.float32$/    precision = np.float16/' "$ex/cublasdx_device_gemm_performance.py" > "$ex/fp16_device_gemm_performance.py"
+fi
 run() {   # run NAME SECONDS FILE
   local name=$1 limit=$2 file=$3 t0=$SECONDS
   [[ " $names " == *" $name "* ]] || return 0
