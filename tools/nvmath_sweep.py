@@ -90,7 +90,8 @@ def measure(problem, case_name, variant, plan, profile_dir, lock):
         s = Session("nvmath_device", variant)
         prob = problems.get(problem)
         case = prob.case(case_name)
-        arrays = s.arrays(prob, case, 0)
+        with gpu_lock(lock):                   # its uploads would slow another candidate's timing
+            arrays = s.arrays(prob, case, 0)
         prof = cProfile.Profile() if profile_dir else None
         if prof:
             prof.enable()

@@ -15,9 +15,10 @@ def copy_2d(src, dst):
         dst[i, j] = src[i, j]
 
 
-def padded(array, tiles):
-    """`array` itself when its shape is a multiple of `tiles`, else a zero-filled larger array."""
-    shape = tuple(-(-s // t) * t for s, t in zip(array.shape, tiles, strict=True))
+def padded(array, tiles, least=(0, 0)):
+    """`array` itself when its shape is a multiple of `tiles` (and at least `least`), else a
+    zero-filled larger array."""
+    shape = tuple(max(-(-s // t) * t, m) for s, t, m in zip(array.shape, tiles, least, strict=True))
     if shape == array.shape:
         return array
     out = cuda.device_array(shape, dtype=array.dtype)

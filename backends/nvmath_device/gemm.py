@@ -118,17 +118,18 @@ def build(case, inputs, outputs, stream, variant="", plan=None):
     plan = plan or BEST[variant, case.dtype]
     a, b, c = inputs["a"], inputs["b"], outputs["c"]
     tm, tn, tk = plan.tile
+    # one pipeline depth for every case (a kernel built once), K padded to at least that many slices
+    depth = plan.depth or min(16, (SMEM_PER_BLOCK - 32) // ((tm + tn) * tk * a.dtype.itemsize + STAGE_SCRATCH))
+    k_least = depth * tk if variant == "pipeline" else 0
     if plan.swap:                       # the kernel's (m, n) are C^T's: N and M
-        b_p, a_p, c_p = padded(b, (tk, tm)), padded(a, (tn, tk)), padded(c, (tn, tm))
+        b_p, a_p, c_p = padded(b, (tk, tm), (k_least, 0)), padded(a, (tn, tk), (0, k_least)), padded(c, (tn, tm))
         ka, kb, kc = transposed(b_p), transposed(a_p), transposed(c_p)
     else:
-        a_p, b_p, c_p = padded(a, (tm, tk)), padded(b, (tk, tn)), padded(c, (tm, tn))
+        a_p, b_p, c_p = padded(a, (tm, tk), (0, k_least)), padded(b, (tk, tn), (k_least, 0)), padded(c, (tm, tn))
         ka, kb, kc = a_p, b_p, c_p
     grid = (kc.shape[0] // tm, kc.shape[1] // tn)
     if variant == "pipeline":
         kernel, MM = pipeline_kernel(case.dtype, plan)
-        stage_bytes = (tm + tn) * tk * a.dtype.itemsize + STAGE_SCRATCH
-        depth = plan.depth or min(16, (SMEM_PER_BLOCK - 32) // stage_bytes, ka.shape[1] // tk)
         pipe = MM.suggest_device_pipeline(depth, ka, kb)
         compiled_with_smem(kernel, pipe.buffer_size, kc, pipe)
         launch = kernel[grid, pipe.block_dim, stream, pipe.buffer_size]
