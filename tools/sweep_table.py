@@ -1,5 +1,6 @@
-"""Markdown tables of tuning sweeps (the sweep.json files tools/warp_tiles_sweep.py writes): one
-table per problem and case, fastest first, each row naming the sweep it came from.
+"""Markdown tables of tuning sweeps (the sweep.json files tools/warp_tiles_sweep.py and
+tools/nvmath_sweep.py write): one table per problem and case, fastest first, each row naming the
+sweep it came from (and its variant and build time where the sweep recorded them).
 
     python -m tools.sweep_table reports/h100/warp_tiles/sweeps/*.json
 """
@@ -21,14 +22,19 @@ def tables(paths: list[Path]) -> str:
         ref = {(r["reference"], round(r["reference_ms"], 4)) for r in rows}
         out += [f"### {problem} {case}", "",
                 "reference in each sweep: " + "; ".join(f"{label} {ms} ms" for label, ms in sorted(ref)), "",
-                "| configuration | cold ms | achieved | % of reference | sweep |", "|---|---:|---:|---:|---|"]
+                "| configuration | cold ms | achieved | % of reference | build s | sweep |",
+                "|---|---:|---:|---:|---:|---|"]
         for r in sorted(rows, key=lambda r: r.get("cold_ms") or float("inf")):
             config = ", ".join(f"{k}={v}" for k, v in (r.get("tiles") or r.get("plan")).items())
+            if r.get("variant"):
+                config = f"[{r['variant']}] {config}"
+            build = f"{r['build_s']:.0f}" if r.get("build_s") else ""
             if r["status"] != "ok":
-                out.append(f"| {config} | failed: {r['error'][:80]} | | | {r['sweep']} |")
+                out.append(f"| {config} | failed: {r['error'][:80]} | | | {build} | {r['sweep']} |")
                 continue
             achieved = f"{r['tflops']:.1f} TFLOP/s" if problem == "gemm" else f"{r['gb_per_s']:.0f} GB/s"
-            out.append(f"| {config} | {r['cold_ms']:.4f} | {achieved} | {r['pct_of_reference']:.1f} | {r['sweep']} |")
+            out.append(f"| {config} | {r['cold_ms']:.4f} | {achieved} | {r['pct_of_reference']:.1f} | {build} | "
+                       f"{r['sweep']} |")
         out.append("")
     return "\n".join(out)
 

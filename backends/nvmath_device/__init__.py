@@ -2,7 +2,10 @@
 
 gemm variants, after nvmath's two performance examples: "" is the K loop of MM.execute() on tiles
 double-buffered in shared memory (warp-level MMA); "pipeline" hands the K loop to a DevicePipeline
-(TMA loads and warpgroup MMA on Hopper), float16 only as in its example. segreduce is y = X @ ones."""
+(TMA loads and warpgroup MMA on Hopper), float16 only as in its example. segreduce is y = X @ ones.
+Each kernel's plan (tile, threads, ...) comes from tools/nvmath_sweep.py. A cold build takes 1-3
+minutes (libmathdx runs NVRTC for every cuBLASDx call) and nothing of it can be cached on disk
+(numba-cuda does not cache kernels that link code), so the lab reports the first build."""
 from backends.base import NumbaBackend
 
 

@@ -1,0 +1,36 @@
+"""The sweep tools' CPU parts: tables from recorded sweeps (both tools' row formats) and the
+reference percentages a sweep reports."""
+import json
+
+import problems
+from tools.sweep import pct_of_reference
+from tools.sweep_table import tables
+
+
+def test_table_names_variant_and_build_time_fastest_first(tmp_path):
+    rows = [
+        {"problem": "gemm", "case": "c", "variant": "pipeline", "plan": {"tile": [128, 256, 64], "block": 256},
+         "reference": "cuBLAS", "reference_ms": 1.5, "status": "ok", "cold_ms": 2.0, "tflops": 500.0,
+         "gb_per_s": 1.0, "pct_of_reference": 75.0, "build_s": 263.4},
+        {"problem": "gemm", "case": "c", "variant": "", "plan": {"tile": [256, 128, 32], "block": 256},
+         "reference": "cuBLAS", "reference_ms": 1.5, "status": "ok", "cold_ms": 66.0, "tflops": 16.0,
+         "gb_per_s": 1.0, "pct_of_reference": 2.3},
+        {"problem": "gemm", "case": "c", "tiles": {"m": 64}, "reference": "cuBLAS", "reference_ms": 1.5,
+         "status": "failed", "error": "CUDAError: boom"},
+    ]
+    path = tmp_path / "3-pipeline.json"
+    path.write_text(json.dumps(rows))
+    text = tables([path])
+    lines = [line for line in text.splitlines() if line.startswith("| ")][1:]     # after the header
+    assert lines[0].startswith("| [pipeline] tile=[128, 256, 64], block=256 | 2.0000 | 500.0 TFLOP/s | 75.0 | 263 |")
+    assert lines[1].startswith("| tile=[256, 128, 32], block=256 | 66.0000 |") and "| 2.3 |  | 3-pipeline |" in lines[1]
+    assert "failed: CUDAError: boom" in lines[2]
+
+
+def test_pct_of_reference():
+    gemm, seg = problems.get("gemm"), problems.get("segreduce")
+    assert pct_of_reference("gemm", gemm.case("8192x8192x8192-float16"), 2.0, 1.5) == 75.0
+    case = seg.case("8192x32768-float32")           # 1 GiB read, 32 KiB written
+    nbytes = seg.work(case)[0]
+    # the copy moves 2 GiB (read + written) in ref_ms: same time for nbytes gives nbytes / 2 GiB
+    assert abs(pct_of_reference("segreduce", case, 1.0, 1.0) - 100 * nbytes / (2 << 30)) < 1e-9
