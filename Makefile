@@ -1,5 +1,5 @@
-# `make test`: set up .venv and run the tests.  `make demo`: set up .venv and run the default
-# comparison on whatever hardware is here, writing reports/latest/.
+# `make test`: set up .venv and run the tests.  `make demo`: set up .venv and run the quick
+# comparison (`ways run --quick`) on whatever hardware is here, writing reports/latest/ and its page.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -22,7 +22,7 @@ test: $(VENV)/.installed
 	$(PY) -m pytest
 
 demo: $(VENV)/.installed
-	$(VENV)/bin/ways run --out reports/latest
+	$(VENV)/bin/ways run --quick --out reports/latest
 	$(VENV)/bin/ways report reports/latest/results.json --html
 
 clean:

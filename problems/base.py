@@ -131,6 +131,7 @@ class Problem:
     dims: tuple[str, ...] = ()    # the shape's keys, e.g. ("rows", "cols")
     dtypes: tuple[str, ...] = ()
     compile_case_name: str = ""   # the small case on which compile time is measured
+    quick_case_names: tuple[str, ...] = ()   # `ways run --quick`: a test case and the headline bench case
     roofline = "memory"           # "memory": judged against copy bandwidth; "compute": against `vendor`
     vendor: tuple[str, ...] = ()  # implementations whose speed is the compute-bound reference
     max_elements = 2**34          # bigger shapes are refused as impossible for one GPU

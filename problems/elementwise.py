@@ -15,6 +15,7 @@ class Elementwise(Problem):
     dims = ("n",)
     dtypes = ("float32", "float16", "bfloat16")
     compile_case_name = "1001-float32"
+    quick_case_names = ("1001-float32", "268435456-float32")
     roofline = "memory"
     linear_inputs = ("x", "y")
 

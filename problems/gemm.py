@@ -21,6 +21,7 @@ class Gemm(Problem):
     dims = ("M", "N", "K")
     dtypes = ("bfloat16", "float16", "float32")
     compile_case_name = "129x257x65-bfloat16"
+    quick_case_names = ("129x257x65-bfloat16", "8192x8192x8192-bfloat16")
     roofline = "compute"
     linear_inputs = ("a",)
     vendor = ("array_api[torch]", "array_api[cupy]")   # cuBLAS: the % of peak reference

@@ -16,6 +16,7 @@ class SegReduce(Problem):
     dims = ("rows", "cols")
     dtypes = ("float32", "float16", "bfloat16")
     compile_case_name = "64x1000-float32"
+    quick_case_names = ("37x4097-float32", "8192x32768-float32")
     roofline = "memory"
     linear_inputs = ("x",)
 

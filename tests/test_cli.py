@@ -151,3 +151,27 @@ def test_an_interrupted_run_leaves_valid_results_and_no_worker(tmp_path, bad_bac
     assert any(r["backend"] == "array_api" and r["status"] == "ok" for r in doc["records"])
     left = subprocess.run(["pgrep", "-f", "harness.run.worker run --backend broken"], capture_output=True, text=True)
     assert left.stdout.strip() == "", "a worker outlived the interrupted run"
+
+
+def test_quick_runs_each_problems_quick_cases_and_marks_its_rows(tmp_path):
+    from harness.run.runner import Options, plan
+    jobs = plan(Options(backends=["array_api[numpy]"], quick=True))
+    assert {(j.impl.problem, c.name) for j in jobs for c in j.cases} == {
+        ("elementwise", "1001-float32"), ("elementwise", "268435456-float32"),
+        ("gemm", "129x257x65-bfloat16"), ("gemm", "8192x8192x8192-bfloat16"),
+        ("segreduce", "37x4097-float32"), ("segreduce", "8192x32768-float32")}
+    out = tmp_path / "out"
+    r = ways("run", "-b", "array_api[numpy]", "-p", "segreduce", "--quick", "--cases", "test", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["run"]["quick"] is True
+    assert [(x["case"], x["status"], x["quick"], x["compile"]) for x in doc["records"]] == \
+        [("37x4097-float32", "ok", True, None)]        # quick: no compile processes
+    rep = ways("report", str(out / "results.json"), "--html")
+    assert rep.returncode == 0, rep.stderr
+    assert "Rows marked quick come from a quick: `ways run --quick`" in (out / "report.md").read_text()
+    assert "Rows marked quick come from" in (out / "index.html").read_text()
+    from harness.report.page import _badge
+    assert "class=quick" in _badge({**doc["records"][0], "kind": "bench"})      # a timed row's badge
+    bad = ways("run", "--quick", "--case", "37x4097-float32", "--out", str(tmp_path / "never"))
+    assert bad.returncode == 2 and "--quick picks its own cases" in bad.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from harness.results.merge import gpu_name
-from harness.results.records import flag, flag_note, impl_label
+from harness.results.records import QUICK_NOTE, flag, flag_note, impl_label, quick_runs
 
 
 def fmt(x, spec=".3g") -> str:
@@ -133,7 +133,8 @@ def headline(doc: dict) -> list[str]:
 
 
 def _flag_cell(r: dict) -> str:
-    return f"**{flag(r).upper()}**" if flag(r) else ""
+    """The integrity flag in bold, and "quick" for a row of a quick run (a selection, not a fault)."""
+    return " ".join(([f"**{flag(r).upper()}**"] if flag(r) else []) + (["quick"] if r.get("quick") else []))
 
 
 def title(doc: dict) -> str:
@@ -154,6 +155,8 @@ def markdown(doc: dict) -> str:
              f"{', ' + str(doc['run'].get('duration_s')) + ' s' if doc['run'].get('duration_s') else ''};"
              f" commit{'s' if ', ' in commits else ''} {commits}; Python {env['python']}{driver}.", "",
              f"Versions: {versions}.", ""]
+    if quick_runs(doc):
+        lines += [f"Rows marked quick come from a {QUICK_NOTE}.", ""]
     merged = doc["run"].get("merged_from")
     if merged:
         lines += ["Merged from these runs (where two measured the same implementation and case on one GPU, "

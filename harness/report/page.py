@@ -11,7 +11,7 @@ from pathlib import Path
 from harness import ROOT
 from harness.measure import loc
 from harness.report.markdown import fmt, per_impl, title
-from harness.results.records import flag, flag_note, impl_label
+from harness.results.records import QUICK_NOTE, flag, flag_note, impl_label, quick_runs
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; padding: 0 1em; color: #222; }
@@ -26,6 +26,7 @@ figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
 .source .highlight { margin: 0; max-height: 640px; overflow: auto; font-size: 12px; }
 .source pre { margin: 0; padding: 6px 8px; } .file { color: #666; font-family: monospace; }
 .flag { background: #c0392b; color: #fff; border-radius: 3px; padding: 0 5px; font-weight: 600; }
+.quick { background: #7f8c8d; color: #fff; border-radius: 3px; padding: 0 5px; }
 """
 
 SORT_SCRIPT = """
@@ -62,9 +63,12 @@ def _cell(c) -> str:
 
 
 def _badge(r: dict) -> Markup:
-    """The row's integrity flag as a badge, its reason as the tooltip."""
-    return Markup(f"<span class=flag title='{html.escape(flag_note(r), quote=True)}'>{flag(r).upper()}</span>"
-                  if flag(r) else "")
+    """The row's integrity flag as a badge, its reason as the tooltip; a grey "quick" badge for a
+    row of a quick run."""
+    badges = [f"<span class=flag title='{html.escape(flag_note(r), quote=True)}'>{flag(r).upper()}</span>"
+              if flag(r) else "",
+              f"<span class=quick title='{html.escape(QUICK_NOTE, quote=True)}'>quick</span>" if r.get("quick") else ""]
+    return Markup(" ".join(b for b in badges if b))
 
 
 def _table(header: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:
@@ -156,6 +160,7 @@ def render(doc: dict, figures: list[Path]) -> str:
     parts = [f"<h1>{html.escape(heading)}</h1>",
              f"<p>Run {html.escape(doc['run']['id'])}, started {html.escape(doc['run'].get('started') or '')}"
              f"{'' if doc['run'].get('complete') else ' (incomplete)'}.</p>",
+             *([f"<p>Rows marked quick come from a {html.escape(QUICK_NOTE)}.</p>"] if quick_runs(doc) else []),
              "<h2>Environment</h2>", _environment(doc), "<h2>Overview</h2>"]
     parts += [f"<figure id='fig-{name}'>{_svg(svgs[name])}</figure>"
               for name in ("loc-vs-peak", "compile-times", "crosscheck") if name in svgs]

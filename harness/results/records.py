@@ -99,6 +99,15 @@ def flag(r: dict) -> str:
     return "suspect" if (r.get("timing") or {}).get("suspect") else ""
 
 
+QUICK_NOTE = ("quick: `ways run --quick` (each problem's quick_case_names, first build instead of the "
+              "cold/warm compile processes)")
+
+
+def quick_runs(doc: dict) -> bool:
+    """Whether any record of `doc` comes from a `ways run --quick`."""
+    return any(r.get("quick") for r in doc["records"])
+
+
 def flag_note(r: dict) -> str:
     """The flag and why, for notes and tooltips."""
     why = (r.get("timing") or {}).get("suspect") if r["status"] == "ok" else error_line(r["error"])

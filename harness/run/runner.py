@@ -40,6 +40,7 @@ class Options:
     compile_repeats: int = 3
     measure_compile: bool = True
     retry_after_timeout: bool = False  # after a case times out, still run the implementation's others
+    quick: bool = False                # only each problem's quick_case_names; its records say quick
 
 
 @dataclass
@@ -53,8 +54,11 @@ def plan(opts: Options) -> list[Job]:
     impls = registry.select(opts.problems, opts.backends)
     if "bench" in opts.kinds or opts.custom is not None:
         impls += vendor_references(impls)
-    jobs = [Job(i, [c for c in registry.cases_for(i.problem, opts.kinds, opts.custom)
-                    if opts.dtype in (None, c.dtype) and (not opts.case_names or c.name in opts.case_names)])
+    def wanted(problem: str, c: Case) -> bool:
+        return (opts.dtype in (None, c.dtype) and (not opts.case_names or c.name in opts.case_names)
+                and (not opts.quick or c.name in problems.get(problem).quick_case_names))
+
+    jobs = [Job(i, [c for c in registry.cases_for(i.problem, opts.kinds, opts.custom) if wanted(i.problem, c)])
             for i in impls]
     # Problem-major order, rotating which backend goes first: no backend owns one thermal state.
     by_problem: dict[str, list[Job]] = {}
@@ -103,7 +107,7 @@ class Run:
             writer = records.JsonlWriter(self.out / "results.jsonl")
             writer.write({"type": "run", "environment": env.collect(), "run": {
                 "id": uuid.uuid4().hex[:12], "started": _iso(started), "argv": sys.argv[1:],
-                "kinds": list(self.opts.kinds),
+                "kinds": list(self.opts.kinds), "quick": self.opts.quick,
                 "custom_case": self.opts.custom.to_json() if self.opts.custom else None}})
             scratch = Path(tempfile.mkdtemp(prefix="ways-"))
             try:
@@ -232,6 +236,8 @@ class Run:
             case = Case(rec["case"], rec["kind"], rec["dtype"], rec["shape"])
             nbytes, flops = problem.work(case)
             rec["work"] = {"bytes": nbytes, "flops": flops}
+        if self.opts.quick:
+            rec["quick"] = True
         self.records.append(rec)
         writer.write({"type": "record", "record": rec})
 
