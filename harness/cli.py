@@ -144,6 +144,8 @@ def cmd_run(args) -> int:
         raise UsageError(f"--timeout {args.timeout:g} must be a positive number of seconds")
     if args.compile_repeats < 1:
         raise UsageError(f"--compile-repeats {args.compile_repeats} must be at least 1")
+    if args.compile_jobs < 0:
+        raise UsageError(f"--compile-jobs {args.compile_jobs} must be 0 (automatic) or more")
     if args.quick and (args.shape or args.case):
         raise UsageError("--quick picks its own cases: leave out --shape and --case")
     case = custom_case(args)
@@ -160,7 +162,7 @@ def cmd_run(args) -> int:
                    out=out, item_timeout=args.timeout, measure_compile=not (args.no_compile or args.quick),
                    compile_repeats=args.compile_repeats, retry_after_timeout=args.retry_after_timeout,
                    dtype=dtype_of(args.dtype).name if args.dtype and case is None else None,
-                   case_names=names, quick=args.quick)
+                   case_names=names, quick=args.quick, compile_jobs=args.compile_jobs)
     signal.signal(signal.SIGTERM, _interrupt)     # a killed run ends like Ctrl-C: its results written
     run = Run(opts, RichProgress())
     try:
@@ -253,6 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--retry-after-timeout", action="store_true",
                      help="after a case times out, still run that implementation's other cases (default: skip them)")
     run.add_argument("--compile-repeats", type=int, default=3, help="processes each for cold and warm (default 3)")
+    run.add_argument("--compile-jobs", type=int, default=0,
+                     help="implementations whose compile-time processes run at once (default: a quarter of the cores)")
     run.add_argument("--quick", action="store_true",
                      help="a demo's selection: each problem's quick cases (a test case and the headline bench "
                           "case), first build instead of compile processes; its rows are marked quick")

@@ -89,6 +89,7 @@ def test_run_one_named_case(tmp_path):
     (["--timeout", "0"], "--timeout 0 must be a positive number of seconds"),
     (["--timeout", "nan"], "must be a positive number"),
     (["--compile-repeats", "0"], "--compile-repeats 0 must be at least 1"),
+    (["--compile-jobs", "-1"], "--compile-jobs -1 must be 0 (automatic) or more"),
 ])
 def test_bad_run_options(tmp_path, args, msg):
     r = ways("run", "-b", "array_api[numpy]", *args, "--out", str(tmp_path / "never"))
@@ -175,3 +176,40 @@ def test_quick_runs_each_problems_quick_cases_and_marks_its_rows(tmp_path):
     assert "class=quick" in _badge({**doc["records"][0], "kind": "bench"})      # a timed row's badge
     bad = ways("run", "--quick", "--case", "37x4097-float32", "--out", str(tmp_path / "never"))
     assert bad.returncode == 2 and "--quick picks its own cases" in bad.stderr
+
+
+def test_compile_time_processes_of_several_implementations_at_once(tmp_path):
+    out = tmp_path / "out"
+    r = ways("run", "-b", "array_api[numpy]", "-p", "segreduce", "-p", "elementwise", "--cases", "test",
+             "--compile-repeats", "1", "--compile-jobs", "2", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "results.json").read_text())
+    compiled = {x["problem"]: x["compile"] for x in doc["records"]}
+    assert set(compiled) == {"segreduce", "elementwise"}
+    for comp in compiled.values():
+        assert comp["concurrent"] == 2 and comp["cold_s"] > 0 and comp["warm_s"] > 0 and comp["processes"] == 2
+
+
+def test_an_interrupt_during_compile_processes_kills_them(tmp_path, bad_backends):
+    """Ctrl-C while compile-time processes run (several at once): exit 130 at once, none left behind
+    (they hang in their first call until --timeout, 30 s, without the kill)."""
+    import signal
+    import time
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "-b", "broken", "-p", "segreduce",
+                             "--case", "1x1-float32", "--timeout", "30", "--compile-repeats", "2",
+                             "--compile-jobs", "2", "--out", str(out)],
+                            cwd=ROOT, env={**os.environ}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = out / "logs" / "broken[numpy].segreduce.compile.log"
+    deadline = time.monotonic() + 120
+    while not log.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(4)                              # a compile process is now inside its endless first call
+    proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err, err
+    assert time.monotonic() - sent < 10, "the run waited for its compile processes"
+    left = subprocess.run(["pgrep", "-f", "harness.run.worker compile --backend broken"], capture_output=True,
+                          text=True)
+    assert left.stdout.strip() == "", "a compile process outlived the interrupted run"

@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +42,7 @@ class Options:
     measure_compile: bool = True
     retry_after_timeout: bool = False  # after a case times out, still run the implementation's others
     quick: bool = False                # only each problem's quick_case_names; its records say quick
+    compile_jobs: int = 0              # implementations whose compile-time processes run at once; 0: cores // 4
 
 
 @dataclass
@@ -145,13 +147,8 @@ class Run:
             with self.phases("workers"):
                 self._run_job(job, writer, scratch)
         if self.opts.measure_compile:
-            for job, ahead_of_time in [(j, False) for j in available] + [(j, True) for j, _ in exported]:
-                self.progress.describe(f"compile time: {job.impl.label} {job.impl.problem}")
-                with self.phases("compile-time processes"):
-                    comp = self._compile_times(job, scratch, ahead_of_time)
-                writer.write({"type": "compile", "backend": job.impl.backend, "variant": job.impl.variant,
-                              "problem": job.impl.problem, "compile": comp})
-                self.progress.advance(job.impl.label)
+            self._all_compile_times([(j, False) for j in available] + [(j, True) for j, _ in exported],
+                                    writer, scratch)
         writer.write({"type": "gpu_state", "when": "after", "state": gpu.state()})
         with self.phases("cross-check"):
             for row in crosscheck.pairwise(scratch / "outputs"):
@@ -267,6 +264,28 @@ class Run:
                             self.out / "logs" / f"{impl.label}.{impl.problem}.log", environ,
                             self.opts.item_timeout, self.opts.startup_timeout, on_event, on_lost,
                             self.opts.retry_after_timeout)
+
+    def _all_compile_times(self, todo: list[tuple[Job, bool]], writer, scratch: Path) -> None:
+        """Every implementation's compile-time processes, `compile_jobs` implementations at a time
+        (after the workers: nothing is being timed on the GPU then). Each process compiles on one
+        core, so up to a quarter of the cores in use leaves the figures those of an idle machine;
+        each record says how many ran beside it."""
+        jobs = self.opts.compile_jobs or max(1, (os.cpu_count() or 1) // 4)
+        pool = ThreadPoolExecutor(jobs)
+        try:
+            with self.phases("compile-time processes"):
+                futures = [pool.submit(self._compile_times, job, scratch, aot) for job, aot in todo]
+                self.progress.describe(f"compile time: {len(todo)} implementations, {jobs} at a time")
+                for (job, _), future in zip(todo, futures, strict=True):
+                    comp = {**future.result(), "concurrent": jobs}
+                    writer.write({"type": "compile", "backend": job.impl.backend, "variant": job.impl.variant,
+                                  "problem": job.impl.problem, "compile": comp})
+                    self.progress.advance(job.impl.label)
+        except BaseException:           # Ctrl-C: start nothing more, and kill what runs
+            pool.shutdown(wait=False, cancel_futures=True)
+            supervise.kill_running()
+            raise
+        pool.shutdown()
 
     def _compile_times(self, job: Job, scratch: Path, ahead_of_time: bool = False) -> dict:
         """Cold: fresh processes, each with an empty JIT cache. Warm: fresh processes on a filled one.

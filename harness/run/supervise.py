@@ -52,6 +52,16 @@ def _lines(fd: int, deadline_of):
         sel.close()
 
 
+_RUNNING: set[subprocess.Popen] = set()      # run_json's processes (run from several threads at once)
+
+
+def kill_running() -> None:
+    """Kill every process run_json is waiting on: an interrupted run leaves none behind."""
+    for proc in list(_RUNNING):
+        if proc.poll() is None:
+            _kill(proc)
+
+
 def _kill(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -190,6 +200,7 @@ def run_json(cmd_args: list[str], env: dict, timeout: float, log: Path) -> dict:
     proc = subprocess.Popen([sys.executable, "-m", "harness.run.worker", *cmd_args], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=err_write, stdin=subprocess.DEVNULL,
                             start_new_session=True, text=True)
+    _RUNNING.add(proc)
     os.close(err_write)
     drain = _drain(err_read, log)
     try:
@@ -199,6 +210,7 @@ def run_json(cmd_args: list[str], env: dict, timeout: float, log: Path) -> dict:
     finally:
         if proc.poll() is None:
             _kill(proc)
+        _RUNNING.discard(proc)
         drain.join(timeout=10)
     if proc.returncode != 0:
         raise RuntimeError(f"worker died: {_exit_text(proc.returncode)}\n{_tail(log, log_start)}")
