@@ -213,3 +213,20 @@ def test_an_interrupt_during_compile_processes_kills_them(tmp_path, bad_backends
     left = subprocess.run(["pgrep", "-f", "harness.run.worker compile --backend broken"], capture_output=True,
                           text=True)
     assert left.stdout.strip() == "", "a compile process outlived the interrupted run"
+
+
+def test_case_data_kept_between_runs_in_WAYS_CASE_CACHE(tmp_path):
+    cache = tmp_path / "cases"
+    env = {**os.environ, "WAYS_CASE_CACHE": str(cache), "COLUMNS": "200"}
+    args = [sys.executable, "-m", "harness", "run", "-b", "array_api[numpy]", "-p", "segreduce",
+            "--case", "37x4097-float32", "--no-compile"]
+    first = subprocess.run([*args, "--out", str(tmp_path / "a")], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    files = sorted(cache.glob("segreduce/37x4097-float32.seed*.pkl"))
+    assert files, "no case data kept"
+    stamps = [f.stat().st_mtime_ns for f in files]
+    second = subprocess.run([*args, "--out", str(tmp_path / "b")], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert second.returncode == 0, second.stderr
+    assert [f.stat().st_mtime_ns for f in files] == stamps      # read, not made again
+    a, b = (json.loads((tmp_path / d / "results.json").read_text()) for d in "ab")
+    assert [r["max_rel_err"] for r in a["records"]] == [r["max_rel_err"] for r in b["records"]]

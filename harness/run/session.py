@@ -128,11 +128,14 @@ class Built:
 
 def case_data(problem, case: Case, seed: int, cache: Path | None):
     """Host inputs and reference for (case, seed): made once a run and shared by its workers,
-    since a 1 GiB input and its float64 reference take longer to make than to time."""
-    if cache is None:
+    since a 1 GiB input and its float64 reference take longer to make than to time. With
+    WAYS_CASE_CACHE set, kept in that folder between runs too, under a name that carries a hash of
+    the code that makes them (the problem's module and problems/base.py) and numpy's version."""
+    if cache is None and not os.environ.get(CASE_CACHE_VAR):
         inputs = problem.make_inputs(case, seed)
         return inputs, problem.reference(case, inputs)
-    path = cache / "case-data" / problem.name / f"{case.name}.seed{seed}.pkl"
+    root = Path(os.environ[CASE_CACHE_VAR]) if os.environ.get(CASE_CACHE_VAR) else cache / "case-data"
+    path = root / problem.name / f"{case.name}.seed{seed}.{_maker_hash(type(problem))}.pkl"
     if path.is_file():
         with open(path, "rb") as f:
             return pickle.load(f)
@@ -144,6 +147,20 @@ def case_data(problem, case: Case, seed: int, cache: Path | None):
         pickle.dump(data, f, protocol=5)
     os.replace(tmp, path)
     return data
+
+
+CASE_CACHE_VAR = "WAYS_CASE_CACHE"
+
+
+def _maker_hash(problem_class) -> str:
+    """12 hex digits naming the code that makes a problem's inputs and reference."""
+    import hashlib
+
+    import problems.base
+    h = hashlib.sha256(np.__version__.encode())
+    for module in (inspect.getmodule(problem_class), problems.base):
+        h.update(inspect.getsource(module).encode())
+    return h.hexdigest()[:12]
 
 
 @PHASES.timed("checks")
