@@ -164,6 +164,23 @@ def cmd_run(args) -> int:
                    dtype=dtype_of(args.dtype).name if args.dtype and case is None else None,
                    case_names=names, quick=args.quick, compile_jobs=args.compile_jobs)
     signal.signal(signal.SIGTERM, _interrupt)     # a killed run ends like Ctrl-C: its results written
+    if args.gpus:
+        from harness.run import lanes
+        try:
+            which = lanes.parse(args.gpus)
+        except lanes.LaneError as exc:
+            raise UsageError(str(exc)) from None
+        progress = RichProgress()
+        try:
+            doc, _ = lanes.run(opts, which, progress)
+        except OutputBusy as exc:
+            raise UsageError(str(exc)) from None
+        finally:
+            progress.stop()
+        print_summary(doc)
+        print(f"results: {out / 'results.json'} (merged from {out / 'lanes'}/gpu{{{','.join(which)}}}), "
+              f"{out / 'summary.csv'}")
+        return 0
     run = Run(opts, RichProgress())
     try:
         doc = run.execute()
@@ -257,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--compile-repeats", type=int, default=3, help="processes each for cold and warm (default 3)")
     run.add_argument("--compile-jobs", type=int, default=0,
                      help="implementations whose compile-time processes run at once (default: a quarter of the cores)")
+    run.add_argument("--gpus", help="one worker lane per GPU: all, a count, or indices such as 0,2")
     run.add_argument("--quick", action="store_true",
                      help="a demo's selection: each problem's quick cases (a test case and the headline bench "
                           "case), first build instead of compile processes; its rows are marked quick")

@@ -6,7 +6,7 @@ import re
 import shutil
 import subprocess
 
-QUERY = "name,compute_cap,driver_version,memory.total,clocks.max.sm,clocks.max.mem,pci.bus_id"
+QUERY = "index,uuid,name,compute_cap,driver_version,memory.total,clocks.max.sm,clocks.max.mem,pci.bus_id"
 
 
 @functools.lru_cache(maxsize=1)
@@ -26,8 +26,8 @@ def gpus() -> tuple[dict, ...]:
     cuda = re.search(r"CUDA Version:\s*([\d.]+)", banner)
     found = []
     for line in out.stdout.strip().splitlines():
-        name, cc, driver, mem, sm_clock, mem_clock, bus = (f.strip() for f in line.split(","))
-        found.append({"name": name, "compute_capability": cc, "driver": driver,
+        index, uuid, name, cc, driver, mem, sm_clock, mem_clock, bus = (f.strip() for f in line.split(","))
+        found.append({"index": _int(index), "uuid": uuid, "name": name, "compute_capability": cc, "driver": driver,
                       "driver_cuda": cuda.group(1) if cuda else "", "memory_mib": _int(mem),
                       "max_sm_clock_mhz": _int(sm_clock), "max_mem_clock_mhz": _int(mem_clock),
                       "pci_bus_id": bus})
@@ -48,13 +48,15 @@ def version_tuple(text: str) -> tuple[int, ...]:
 STATE_QUERY = "clocks.sm,clocks.mem,clocks.max.sm,clocks_event_reasons.active,temperature.gpu,power.draw,pstate"
 
 
-def state() -> dict | None:
-    """Clocks, active clock-event (throttle) reasons, temperature and power now; None without a GPU."""
+def state(index: str | None = None) -> dict | None:
+    """Clocks, active clock-event (throttle) reasons, temperature and power now, of GPU `index`
+    (nvidia-smi's numbering; default the first); None without a GPU."""
     smi = shutil.which("nvidia-smi")
     if not smi or not gpus():
         return None
     try:
-        out = subprocess.run([smi, f"--query-gpu={STATE_QUERY}", "--format=csv,noheader,nounits"],
+        out = subprocess.run([smi, f"--query-gpu={STATE_QUERY}", "--format=csv,noheader,nounits",
+                              *(["-i", index] if index is not None else [])],
                              capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None

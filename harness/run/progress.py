@@ -21,3 +21,26 @@ class RichProgress:
 
     def stop(self) -> None:
         self._bar.stop()
+
+    def lane(self, name: str) -> "LaneProgress":
+        """A bar of its own for one lane of `ways run --gpus`, on this display."""
+        return LaneProgress(self, name)
+
+
+class LaneProgress:
+    def __init__(self, parent: RichProgress, name: str):
+        self.parent, self.name, self._task = parent, name, None
+
+    def start(self, total: int) -> None:
+        bar = self.parent._bar
+        bar.start()                      # once for all lanes: rich's Progress starts only once
+        self._task = bar.add_task(f"{self.name} starting", total=total)
+
+    def describe(self, text: str) -> None:
+        self.parent._bar.update(self._task, description=f"{self.name} {text}"[:60].ljust(60))
+
+    def advance(self, label: str) -> None:
+        self.parent._bar.advance(self._task)
+
+    def stop(self) -> None:
+        """The display stops with the whole run (cli), not with one lane."""

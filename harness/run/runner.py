@@ -87,8 +87,12 @@ def vendor_references(impls: list[Impl]) -> list[Impl]:
 
 
 class Run:
-    def __init__(self, opts: Options, progress=None):
+    def __init__(self, opts: Options, progress=None, jobs: list[Job] | None = None, lane: str | None = None):
+        """`jobs` instead of the plan, and `lane`: the GPU (nvidia-smi index) every process of this
+        run sees as its only one (CUDA_VISIBLE_DEVICES), for `ways run --gpus` (run/lanes.py)."""
         self.opts = opts
+        self.jobs, self.lane = jobs, lane
+        self.lane_env = {"CUDA_VISIBLE_DEVICES": lane} if lane is not None else {}
         self.progress = progress or NullProgress()
         self.out = Path(opts.out)
         self.records: list[dict] = []
@@ -100,7 +104,7 @@ class Run:
         """Run the plan into --out. One run at a time per folder (OutputBusy otherwise); a previous
         run's files there are moved to previous/<its id>/; an interrupted or crashed run still
         leaves a valid results.json (complete: false) with everything measured until then."""
-        jobs = plan(self.opts)
+        jobs = plan(self.opts) if self.jobs is None else self.jobs
         self.out.mkdir(parents=True, exist_ok=True)
         with exclusive(self.out):
             self.set_aside = set_aside_previous(self.out)
@@ -109,7 +113,7 @@ class Run:
             writer = records.JsonlWriter(self.out / "results.jsonl")
             writer.write({"type": "run", "environment": env.collect(), "run": {
                 "id": uuid.uuid4().hex[:12], "started": _iso(started), "argv": sys.argv[1:],
-                "kinds": list(self.opts.kinds), "quick": self.opts.quick,
+                "kinds": list(self.opts.kinds), "quick": self.opts.quick, "gpu_lane": self.lane,
                 "custom_case": self.opts.custom.to_json() if self.opts.custom else None}})
             scratch = Path(tempfile.mkdtemp(prefix="ways-"))
             try:
@@ -131,7 +135,7 @@ class Run:
         compiled = len(available) + len(exported)
         total = sum(len(j.cases) for j in jobs) + (compiled if self.opts.measure_compile else 0)
         self.progress.start(total)
-        writer.write({"type": "gpu_state", "when": "before", "state": gpu.state()})
+        writer.write({"type": "gpu_state", "when": "before", "state": gpu.state(self.lane)})
         if any(c.kind == "bench" for j in available if self._on_gpu(j) for c in j.cases):
             self.progress.describe("warm-up and peak references")
             with self.phases("warm-up and peak references (a process)"):
@@ -149,7 +153,7 @@ class Run:
         if self.opts.measure_compile:
             self._all_compile_times([(j, False) for j in available] + [(j, True) for j, _ in exported],
                                     writer, scratch)
-        writer.write({"type": "gpu_state", "when": "after", "state": gpu.state()})
+        writer.write({"type": "gpu_state", "when": "after", "state": gpu.state(self.lane)})
         with self.phases("cross-check"):
             for row in crosscheck.pairwise(scratch / "outputs"):
                 writer.write({"type": "crosscheck", "crosscheck": row})
@@ -185,7 +189,7 @@ class Run:
 
     def _peaks(self, scratch: Path) -> dict:
         try:
-            return supervise.run_json(["peaks"], supervise.worker_env({}), self.opts.item_timeout,
+            return supervise.run_json(["peaks"], supervise.worker_env(self.lane_env), self.opts.item_timeout,
                                       self.out / "logs" / "peaks.log")
         except RuntimeError as exc:
             return {"error": str(exc)[-2000:]}
@@ -197,7 +201,7 @@ class Run:
         self.progress.describe(f"{impl.label} {impl.problem}: compile only")
         error = "the compile-only worker returned nothing for this case"
         try:
-            env_ = supervise.worker_env(backend.cache_env(str(scratch / "cache" / impl.label)),
+            env_ = supervise.worker_env({**backend.cache_env(str(scratch / "cache" / impl.label)), **self.lane_env},
                                         backend.search_paths(impl.variant))
             done = {d["case"]: d for d in supervise.run_json(
                 ["export", "--backend", impl.backend, "--variant", impl.variant, "--problem", impl.problem],
@@ -219,6 +223,11 @@ class Run:
             self._emit(writer, rec)
             self.progress.advance(impl.label)
 
+    def lane_gpu(self) -> dict:
+        """Which GPU measured this run's records: nvidia-smi's index, name and UUID."""
+        found = {str(g.get("index")): g for g in gpu.gpus()}.get(self.lane, {})
+        return {"index": int(self.lane), "name": found.get("name"), "uuid": found.get("uuid")}
+
     def _record(self, job: Job, case: Case, **fields) -> dict:
         rec = records.new_record(job.impl.problem, case, job.impl.backend, job.impl.variant)
         rec.update(fields)
@@ -235,6 +244,8 @@ class Run:
             rec["work"] = {"bytes": nbytes, "flops": flops}
         if self.opts.quick:
             rec["quick"] = True
+        if self.lane is not None:
+            rec["gpu"] = self.lane_gpu()
         self.records.append(rec)
         writer.write({"type": "record", "record": rec})
 
@@ -242,7 +253,8 @@ class Run:
         impl = job.impl
         backend = backends.get(impl.backend)
         cache = scratch / "cache" / impl.label
-        environ = supervise.worker_env(backend.cache_env(str(cache)), backend.search_paths(impl.variant))
+        environ = supervise.worker_env({**backend.cache_env(str(cache)), **self.lane_env},
+                                       backend.search_paths(impl.variant))
         items = [{"problem": impl.problem, "case": c.to_json()} for c in job.cases]
 
         def on_event(index, event):
@@ -300,7 +312,8 @@ class Run:
             caches = [Path(tempfile.mkdtemp(dir=scratch, prefix="cache-")) for _ in range(self.opts.compile_repeats)]
             paths = backend.search_paths(impl.variant)
             for cache in caches:
-                r = supervise.run_json(args, supervise.worker_env(backend.cache_env(str(cache)), paths),
+                r = supervise.run_json(args, supervise.worker_env({**backend.cache_env(str(cache)), **self.lane_env},
+                                                                  paths),
                                        self.opts.item_timeout, log)
                 if r.get("not_applicable"):
                     return {"case": None, "error": r["not_applicable"]}
@@ -311,7 +324,8 @@ class Run:
                     parts.setdefault(name, []).append(seconds)
                 case = r["case"]
             for _ in range(self.opts.compile_repeats):
-                r = supervise.run_json(args, supervise.worker_env(backend.cache_env(str(caches[0])), paths),
+                r = supervise.run_json(args, supervise.worker_env({**backend.cache_env(str(caches[0])),
+                                                                   **self.lane_env}, paths),
                                        self.opts.item_timeout, log)
                 warm.append(r["build_s"])
         except RuntimeError as exc:
@@ -376,6 +390,7 @@ def summarize(jsonl: Path) -> dict:
 
 
 class NullProgress:
+    def lane(self, name): return self
     def start(self, total): pass
     def advance(self, label): pass
     def describe(self, text): pass

@@ -1,0 +1,113 @@
+"""`ways run --gpus`: one lane per GPU. The plan's jobs are dealt out to the lanes, heaviest first
+to the least loaded; each lane is an ordinary run (runner.Run) whose processes see only its GPU
+(CUDA_VISIBLE_DEVICES), with its own copy and cuBLAS references measured on that GPU, into
+OUT/lanes/gpuN/; the lanes' results are merged into OUT/results.json, every record saying which
+GPU measured it."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import threading
+from pathlib import Path
+
+import problems
+from harness.measure import gpu
+from harness.results import merge, records
+from harness.run.runner import Job, Options, Run, exclusive, plan
+
+BENCH_WEIGHT = 5          # a bench case costs about this many test cases (timing, sustained mode)
+
+
+class LaneError(ValueError):
+    """A --gpus value that names no GPU here."""
+
+
+def parse(spec: str) -> list[str]:
+    """'all', a count or a comma-separated list of nvidia-smi indices -> the lanes' indices."""
+    found = [str(g["index"]) for g in gpu.gpus()]
+    if spec == "all":
+        if not found:
+            raise LaneError("--gpus all: nvidia-smi lists no GPU")
+        return found
+    if spec.isdigit():
+        n = int(spec)
+        if not 1 <= n <= len(found):
+            raise LaneError(f"--gpus {n}: this machine has {len(found)} GPU(s)")
+        return found[:n]
+    lanes = [p.strip() for p in spec.split(",") if p.strip()]
+    unknown = [i for i in lanes if not i.isdigit() or (found and i not in found)]
+    if not lanes or unknown or len(set(lanes)) != len(lanes):
+        raise LaneError(f"--gpus {spec}: expected all, a count, or distinct GPU indices from {found or 'nvidia-smi'}")
+    return lanes
+
+
+def deal(jobs: list[Job], n: int) -> list[list[Job]]:
+    """Jobs to `n` lanes, heaviest first to the least loaded (test case 1, bench case BENCH_WEIGHT).
+    A lane that times a problem's bench cases without its vendor rows (cuBLAS) gets their bench
+    cases too: % of peak compares with the reference measured on the same GPU."""
+    weight = {id(j): sum(BENCH_WEIGHT if c.kind == "bench" else 1 for c in j.cases) for j in jobs}
+    lanes: list[list[Job]] = [[] for _ in range(n)]
+    load = [0] * n
+    for j in sorted(jobs, key=lambda j: -weight[id(j)]):
+        k = load.index(min(load))
+        lanes[k].append(j)
+        load[k] += weight[id(j)]
+    refs = [j for j in jobs if j.impl.label in problems.get(j.impl.problem).vendor]
+    for lane in lanes:
+        have = {(j.impl.problem, j.impl.label) for j in lane}
+        benched = {j.impl.problem for j in lane if any(c.kind == "bench" for c in j.cases)}
+        lane += [Job(r.impl, [c for c in r.cases if c.kind == "bench"]) for r in refs
+                 if r.impl.problem in benched and (r.impl.problem, r.impl.label) not in have]
+    return [[j for j in lane if j.cases] for lane in lanes]
+
+
+def set_aside(out: Path) -> None:
+    """An earlier lanes run's merged files in `out` go to out/previous/<its run id>/."""
+    if not (out / "results.json").is_file():
+        return
+    try:
+        run_id = json.loads((out / "results.json").read_text())["run"]["id"]
+    except (ValueError, KeyError):
+        run_id = "unknown"
+    dest = out / "previous" / run_id
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("results.json", "summary.csv", "lanes", "report.md", "figures", "index.html"):
+        if (out / name).exists():
+            os.replace(out / name, dest / name)
+
+
+def run(opts: Options, lanes: list[str], progress) -> tuple[dict, list]:
+    """Every lane at once; the merged document, written to OUT (results.json, summary.csv)."""
+    parts = deal(plan(opts), len(lanes))
+    opts.out.mkdir(parents=True, exist_ok=True)
+    with exclusive(opts.out):
+        set_aside(opts.out)
+        return _run(opts, lanes, parts, progress)
+
+
+def _run(opts: Options, lanes: list[str], parts: list[list[Job]], progress) -> tuple[dict, list]:
+    outs = [opts.out / "lanes" / f"gpu{lane}" for lane in lanes]
+    runs = [Run(dataclasses.replace(opts, out=out), progress.lane(f"gpu{lane}"), jobs=part, lane=lane)
+            for lane, part, out in zip(lanes, parts, outs, strict=True)]
+    errors: list[BaseException] = []
+
+    def go(r: Run) -> None:
+        try:
+            r.execute()
+        except BaseException as exc:          # reported after the others finish
+            errors.append(exc)
+
+    threads = [threading.Thread(target=go, args=(r,), daemon=True) for r in runs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    docs = [json.loads((out / "results.json").read_text()) for out in outs if (out / "results.json").is_file()]
+    doc = merge.merge(docs, [str(out / "results.json") for out in outs])
+    doc["run"]["lanes"] = lanes
+    (opts.out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
+    records.write_summary(doc, opts.out)
+    if errors:
+        raise errors[0]
+    return doc, runs

@@ -1,0 +1,51 @@
+"""`ways run --gpus`: jobs dealt to lanes (one per GPU), each lane a run of its own, merged; on this
+machine the lanes run the NumPy rows side by side (CUDA_VISIBLE_DEVICES set per lane)."""
+import json
+
+import pytest
+
+from harness.results import records
+from harness.run import lanes
+from harness.run.runner import Options, plan
+from tests.test_cli import ways
+
+
+def test_deal_balances_and_gives_each_benching_lane_its_cublas_rows():
+    jobs = plan(Options(problems=["gemm", "segreduce"], backends=["array_api[numpy]", "triton", "cute_dsl"]))
+    parts = lanes.deal(jobs, 2)
+    dealt = [(j.impl.label, j.impl.problem, c.name) for part in parts for j in part for c in j.cases]
+    own = [(j.impl.label, j.impl.problem, c.name) for j in jobs for c in j.cases]
+    assert set(dealt) == set(own)                        # nothing lost
+    for part in parts:                                   # a lane timing GEMM has cuBLAS beside it
+        if any(j.impl.problem == "gemm" and any(c.kind == "bench" for c in j.cases) for j in part):
+            assert any(j.impl.label == "array_api[torch]" and j.impl.problem == "gemm" for j in part)
+    weights = [sum(5 if c.kind == "bench" else 1 for j in part for c in j.cases) for part in parts]
+    assert min(weights) > 0
+
+
+def test_lanes_run_side_by_side_and_merge(tmp_path):
+    out = tmp_path / "out"
+    r = ways("run", "-b", "array_api[numpy]", "-p", "segreduce", "-p", "elementwise", "-p", "gemm",
+             "--cases", "test", "--no-compile", "--gpus", "0,1", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "results.json").read_text())
+    records.validate(doc)
+    assert doc["run"]["lanes"] == ["0", "1"]
+    assert {r["gpu"]["index"] for r in doc["records"]} == {0, 1}
+    assert all(r["status"] in ("ok", "not_applicable") for r in doc["records"])
+    for lane in ("gpu0", "gpu1"):
+        part = json.loads((out / "lanes" / lane / "results.json").read_text())
+        assert part["run"]["gpu_lane"] == lane[3:]
+    again = ways("run", "-b", "array_api[numpy]", "-p", "segreduce", "--case", "1x1-float32", "--no-compile",
+                 "--gpus", "0,1", "--out", str(out))
+    assert again.returncode == 0, again.stderr
+    kept = out / "previous" / doc["run"]["id"]                 # the first run's merged files, set aside
+    assert json.loads((kept / "results.json").read_text())["run"]["id"] == doc["run"]["id"]
+    assert (kept / "lanes" / "gpu0" / "results.json").is_file()
+
+
+@pytest.mark.parametrize("spec,msg", [("all", "nvidia-smi lists no GPU"), ("3", "this machine has 0 GPU(s)"),
+                                      ("0,0", "distinct GPU indices")])
+def test_bad_gpus(tmp_path, spec, msg):
+    r = ways("run", "-b", "array_api[numpy]", "--gpus", spec, "--out", str(tmp_path / "never"))
+    assert r.returncode == 2 and msg in r.stderr, r.stderr
