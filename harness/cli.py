@@ -164,6 +164,20 @@ def cmd_run(args) -> int:
                    dtype=dtype_of(args.dtype).name if args.dtype and case is None else None,
                    case_names=names, quick=args.quick, compile_jobs=args.compile_jobs)
     signal.signal(signal.SIGTERM, _interrupt)     # a killed run ends like Ctrl-C: its results written
+    if args.ray:
+        from harness.run import cluster
+        if args.gpus:
+            raise UsageError("--ray and --gpus: pick one (a Ray cluster places its own lanes)")
+        progress = RichProgress()
+        try:
+            doc = cluster.run(opts, args.ray, progress)
+        except (OutputBusy, cluster.NoGpus) as exc:
+            raise UsageError(str(exc)) from None
+        finally:
+            progress.stop()
+        print_summary(doc)
+        print(f"results: {out / 'results.json'} (merged from {out / 'lanes'}), {out / 'summary.csv'}")
+        return 0
     if args.gpus:
         from harness.run import lanes
         try:
@@ -275,6 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--compile-jobs", type=int, default=0,
                      help="implementations whose compile-time processes run at once (default: a quarter of the cores)")
     run.add_argument("--gpus", help="one worker lane per GPU: all, a count, or indices such as 0,2")
+    run.add_argument("--ray", metavar="ADDRESS",
+                     help="run on a Ray cluster (ray://host:10001, auto, or local[:N] for one here with N GPUs)")
     run.add_argument("--quick", action="store_true",
                      help="a demo's selection: each problem's quick cases (a test case and the headline bench "
                           "case), first build instead of compile processes; its rows are marked quick")

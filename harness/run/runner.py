@@ -8,6 +8,7 @@ import fcntl
 import json
 import os
 import shutil
+import socket
 import statistics
 import sys
 import tempfile
@@ -226,7 +227,8 @@ class Run:
     def lane_gpu(self) -> dict:
         """Which GPU measured this run's records: nvidia-smi's index, name and UUID."""
         found = {str(g.get("index")): g for g in gpu.gpus()}.get(self.lane, {})
-        return {"index": int(self.lane), "name": found.get("name"), "uuid": found.get("uuid")}
+        return {"index": int(self.lane), "name": found.get("name"), "uuid": found.get("uuid"),
+                "host": socket.gethostname()}
 
     def _record(self, job: Job, case: Case, **fields) -> dict:
         rec = records.new_record(job.impl.problem, case, job.impl.backend, job.impl.variant)

@@ -1,0 +1,136 @@
+"""`ways run --ray ADDRESS`: the plan run on a Ray cluster. Ray, not a scheduler of our own: it
+places tasks on nodes by resource (one GPU each: `num_gpus=1`, and the GPU kind through the
+`accelerator_type:<kind>` resource Ray gives nodes with NVIDIA GPUs), sets CUDA_VISIBLE_DEVICES for
+each task, re-runs a task whose worker or node died (`max_retries`), and ships the lab's code to
+remote nodes (`runtime_env` working_dir). Per GPU kind in the cluster the whole plan is dealt to
+that kind's GPUs (lanes.deal), so a cluster of H100s and H200s gives one report with every
+implementation measured on each kind. Each task is an ordinary run (runner.Run) on one GPU; the
+driver writes each task's results to OUT/lanes/<kind>-<n>/ and merges them into OUT/results.json.
+A task that still fails is reported as failed records for its cases, with Ray's reason.
+
+`--ray local` starts a cluster on this machine; `local:N` declares N GPUs to Ray (on a machine
+without any, fake ones: the CPU rows then run in N tasks side by side, as CI tests it)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import uuid
+from pathlib import Path
+
+from harness.results import merge, records
+from harness.run.lanes import deal, set_aside
+from harness.run.runner import Job, Options, Run, exclusive, plan
+from harness.run.supervise import ROOT as ROOT_DIR
+
+MAX_RETRIES = 2                  # a task whose worker process or node dies runs again, elsewhere if need be
+SHIPPED_EXCLUDES = ["reports/", ".venv/", ".gpu-bundle*", ".upstream/", ".git/", "build/"]
+
+
+def _lane(opts: Options, jobs: list[Job]) -> dict:
+    """In a Ray task: run `jobs` on the task's GPU (Ray's CUDA_VISIBLE_DEVICES) into a temporary
+    folder; its results document."""
+    out = Path(tempfile.mkdtemp(prefix="ways-ray-"))
+    lane = os.environ.get("CUDA_VISIBLE_DEVICES") or None
+    Run(Options(**{**opts.__dict__, "out": out}), None, jobs=jobs, lane=lane).execute()
+    return json.loads((out / "results.json").read_text())
+
+
+def gpu_kinds(ray) -> dict[str, int]:
+    """GPU kind -> GPUs of that kind in the cluster ('any' where Ray names no accelerator type)."""
+    kinds: dict[str, int] = {}
+    for node in ray.nodes():
+        if not node.get("Alive"):
+            continue
+        res = node.get("Resources") or {}
+        kind = next((k.split(":", 1)[1] for k in res if k.startswith("accelerator_type:")), "any")
+        if res.get("GPU"):
+            kinds[kind] = kinds.get(kind, 0) + int(res["GPU"])
+    return kinds
+
+
+def connect(address: str):
+    import ray
+    env = {"env_vars": {"PYTHONPATH": str(ROOT_DIR)}}
+    if address == "local" or address.startswith("local:"):
+        gpus = int(address.split(":", 1)[1]) if ":" in address else None
+        ray.init(num_gpus=gpus, include_dashboard=False, runtime_env=env, log_to_driver=False)
+    else:                        # a remote cluster gets the lab's code shipped
+        ray.init(address=address, log_to_driver=False,
+                 runtime_env={"working_dir": str(ROOT_DIR), "excludes": SHIPPED_EXCLUDES})
+    return ray
+
+
+class NoGpus(RuntimeError):
+    """The cluster offers no GPU resource to place lanes on."""
+
+
+def run(opts: Options, address: str, progress) -> dict:
+    ray = connect(address)
+    try:
+        kinds = gpu_kinds(ray)
+        if not kinds:
+            raise NoGpus(f"the Ray cluster at {address} has no GPU resource (ray.cluster_resources(): "
+                         f"{ray.cluster_resources()})")
+        opts.out.mkdir(parents=True, exist_ok=True)
+        with exclusive(opts.out):
+            set_aside(opts.out)
+            return _run(ray, opts, kinds, progress)
+    finally:
+        ray.shutdown()
+
+
+def _run(ray, opts: Options, kinds: dict[str, int], progress) -> dict:
+    jobs = plan(opts)
+    lane = ray.remote(_lane)
+    tasks = []                                   # (name, jobs, object ref)
+    for kind, count in sorted(kinds.items()):
+        placement = {} if kind == "any" else {"resources": {f"accelerator_type:{kind}": 0.001}}
+        for n, part in enumerate(p for p in deal(jobs, count) if p):
+            ref = lane.options(num_gpus=1, max_retries=MAX_RETRIES, **placement).remote(opts, part)
+            tasks.append((f"{kind}-{n}", part, ref))
+    progress.start(sum(len(j.cases) for _, part, _ in tasks for j in part))
+    progress.describe(f"{len(tasks)} Ray tasks on {sum(kinds.values())} GPU(s): {kinds}")
+    docs, names = [], []
+    pending = {ref: (name, part) for name, part, ref in tasks}
+    while pending:
+        [done], _ = ray.wait(list(pending), num_returns=1)
+        name, part = pending.pop(done)
+        try:
+            doc = ray.get(done)
+        except Exception as exc:                 # retries spent: the task's cases are failed, saying why
+            doc = failed_doc(part, f"Ray task {name} failed: {why(exc)}")
+        path = opts.out / "lanes" / name / "results.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=1) + "\n")
+        docs.append(doc)
+        names.append(str(path))
+        for j in part:
+            for _ in j.cases:
+                progress.advance(j.impl.label)
+    doc = merge.merge(docs, names)
+    doc["run"]["ray"] = {"gpu_kinds": kinds, "tasks": [name for name, _, _ in tasks]}
+    (opts.out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
+    records.write_summary(doc, opts.out)
+    return doc
+
+
+def why(exc: Exception) -> str:
+    """Ray's error in one line: its type and the last line of its text (colour codes removed)."""
+    lines = [x.strip() for x in re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).splitlines() if x.strip()]
+    return f"{type(exc).__name__}: {lines[-1][:300] if lines else ''}"
+
+
+def failed_doc(jobs: list[Job], reason: str) -> dict:
+    """A results document of `jobs`' cases, every one failed with `reason`."""
+    from harness.measure import env
+    recs = []
+    for j in jobs:
+        for c in j.cases:
+            r = records.new_record(j.impl.problem, c, j.impl.backend, j.impl.variant)
+            r["error"] = reason
+            recs.append(r)
+    return {"schema_version": records.SCHEMA_VERSION, "environment": env.collect(), "records": recs,
+            "crosscheck": [], "references": {},
+            "run": {"id": f"failed-{uuid.uuid4().hex[:8]}", "started": "", "argv": [], "kinds": [], "complete": False}}
