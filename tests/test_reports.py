@@ -51,7 +51,7 @@ def html_report(tmp_path_factory):
 
 def test_figures_exist_and_are_not_empty(html_report):
     figures = html_report / "figures"
-    for name in ("compile-times", "loc-vs-peak", "crosscheck", "gemm-8192x8192x8192-bfloat16",
+    for name in ("compile-times", "loc-vs-peak", "crosscheck", "scorecard", "gemm-8192x8192x8192-bfloat16",
                  "segreduce-1048576x256-float32", "elementwise-268435456-float32"):
         png, svg = figures / f"{name}.png", figures / f"{name}.svg"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000, png
@@ -197,3 +197,18 @@ def test_compare_across_gpus_uses_percent_of_peak(tmp_path):
 def test_bad_report_and_compare_input(args, msg):
     r = ways(*args)
     assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr
+
+
+def test_scorecard_takes_its_figures_from_the_records():
+    from harness.report import scorecard
+    doc = merge.merge([merge.load(CUTE), merge.load(NVRTC)], ["cute", "nvrtc"])
+    rows = {r["implementation"]: r for r in scorecard.rows(doc)}
+    for label, row in rows.items():
+        recs = [r for r in doc["records"] if markdown.impl_label(r) == label]
+        pcts = [r["timing"]["pct_of_peak"] for r in recs if (r.get("timing") or {}).get("pct_of_peak") is not None]
+        assert row["best % of peak"] == (max(pcts) if pcts else None)
+        colds = [r["compile"]["cold_s"] for r in recs if (r.get("compile") or {}).get("cold_s") is not None]
+        assert row["compile cold s"] == (max(colds) if colds else None)
+        assert row["LOC"] == sum({r["problem"]: r["loc"]["total"] for r in recs}.values())
+    assert rows["nvrtc"]["ahead of time"] == "sm_90" and rows["cute_dsl"]["ahead of time"] == "sm_90a"
+    assert "## Scorecard" in markdown.markdown(doc)

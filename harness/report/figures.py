@@ -170,6 +170,40 @@ def crosscheck(doc: dict, out: Path) -> list[Path]:
     return _save(fig, out, "crosscheck")
 
 
+def scorecard(doc: dict, out: Path) -> list[Path]:
+    """Implementations x criteria, each column scaled from 0 (worst) to 1 (best): % of peak as a
+    fraction of the highest; seconds, microseconds and lines on a log scale between the fewest and
+    the most (they span orders of magnitude); the measured value written in each cell."""
+    from harness.report import scorecard as card
+    rows = [r for r in card.rows(doc) if r["per problem"] or r["compile cold s"] is not None]
+    problems_seen = sorted({p for r in rows for p in r["per problem"]})
+    columns = [(f"% peak {p}", lambda r, p=p: r["per problem"].get(p), True) for p in problems_seen] + \
+        [(name, lambda r, n=name: r[n], False) for name in ("compile cold s", "compile warm s", "first call s",
+                                                               "launch µs", "LOC")]
+    if not rows:
+        return []
+    plt = _plt()
+    grid = [[math.nan] * len(columns) for _ in rows]
+    fig, ax = plt.subplots(figsize=(13.33, 0.32 * len(rows) + 1.8), layout="constrained")     # 16:9 width
+    for j, (_, get, higher) in enumerate(columns):
+        values = [get(r) for r in rows]
+        known = [v for v in values if v is not None and v > 0]
+        for i, v in enumerate(values):
+            if v is None or not known or v <= 0:
+                continue
+            low, high = min(known), max(known)
+            grid[i][j] = v / high if higher else \
+                1.0 if high == low else 1 - math.log(v / low) / math.log(high / low)
+            ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=7,
+                    color="white" if grid[i][j] < 0.5 else "black")
+    ax.imshow(grid, cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(columns)), [c[0] for c in columns], rotation=30, ha="right")
+    ax.set_yticks(range(len(rows)), [r["implementation"] for r in rows])
+    ax.set_title("scorecard: 1 = best in its column (% of peak: share of the highest; seconds, µs, lines: "
+                 "log scale from the most to the fewest)")
+    return _save(fig, out, "scorecard")
+
+
 def write_all(doc: dict, out: Path) -> list[Path]:
     """Every figure of the document into `out` (created); the paths written."""
     out.mkdir(parents=True, exist_ok=True)
@@ -177,4 +211,4 @@ def write_all(doc: dict, out: Path) -> list[Path]:
     for (problem, case), rows in sorted(_timed(doc).items()):
         if any(r["kind"] == "bench" for r in rows):
             paths += bench_case(problem, case, rows, out)
-    return paths + compile_times(doc, out) + loc_vs_peak(doc, out) + crosscheck(doc, out)
+    return paths + compile_times(doc, out) + loc_vs_peak(doc, out) + crosscheck(doc, out) + scorecard(doc, out)

@@ -166,6 +166,8 @@ def markdown(doc: dict) -> str:
         lines.append("")
     lines += _peaks(doc) + [""]
     lines += headline(doc)
+    from harness.report import scorecard
+    lines += scorecard.markdown_lines(doc)
     by_problem = defaultdict(list)
     for r in doc["records"]:
         by_problem[r["problem"]].append(r)

@@ -71,6 +71,23 @@ def _badge(r: dict) -> Markup:
     return Markup(" ".join(b for b in badges if b))
 
 
+def _scorecard(doc: dict) -> str:
+    """report/scorecard.py's rows as a sortable table."""
+    from harness.report import scorecard
+    rows = scorecard.rows(doc)
+    problems_seen = sorted({p for r in rows for p in r["per problem"]})
+
+    def num(v, spec=".3g"):
+        return "" if v is None else format(v, spec)
+    body = [[r["implementation"], *(num(r["per problem"].get(p), ".1f") for p in problems_seen),
+             num(r["compile cold s"]), num(r["compile warm s"]), num(r["first call s"]), num(r["launch µs"]),
+             "" if r["LOC"] is None else r["LOC"], ", ".join(r["dtypes"]), r["ahead of time"],
+             r["min compute capability"], r["min driver CUDA"], r["licence"]] for r in rows]
+    header = ["implementation", *(f"% peak {p}" for p in problems_seen), "compile cold s", "compile warm s",
+              "first call s", "launch µs", "LOC", "dtypes", "ahead of time", "min cc", "min driver", "licence"]
+    return _table(header, body, numeric=set(range(1, len(problems_seen) + 6)))
+
+
 def _table(header: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td class=num>{_cell(c)}</td>" if i in numeric
@@ -163,7 +180,8 @@ def render(doc: dict, figures: list[Path]) -> str:
              *([f"<p>Rows marked quick come from a {html.escape(QUICK_NOTE)}.</p>"] if quick_runs(doc) else []),
              "<h2>Environment</h2>", _environment(doc), "<h2>Overview</h2>"]
     parts += [f"<figure id='fig-{name}'>{_svg(svgs[name])}</figure>"
-              for name in ("loc-vs-peak", "compile-times", "crosscheck") if name in svgs]
+              for name in ("scorecard", "loc-vs-peak", "compile-times", "crosscheck") if name in svgs]
+    parts += ["<h2>Scorecard</h2>", _scorecard(doc)]
     for problem in sorted(by_problem):
         rows = by_problem[problem]
         parts += [f"<h2 id='{problem}'>{problem}</h2>", _timed_table(rows), _impl_table(rows)]

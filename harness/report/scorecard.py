@@ -1,0 +1,85 @@
+"""A scorecard per implementation: what a team weighs when choosing a tool, each cell measured in
+the results (best % of peak per problem, compile cold / warm, first call, launch overhead, LOC,
+the dtypes it passed) or read from the backend and the installed packages (ahead-of-time target,
+minimum compute capability and driver, licence), never typed in. Install footprint and import
+time are not in it yet."""
+from __future__ import annotations
+
+import importlib.metadata
+import statistics
+from collections import defaultdict
+
+from harness.results.records import flag, impl_label
+
+CRITERIA = ("best % of peak", "compile cold s", "compile warm s", "first call s", "launch µs", "LOC")
+
+
+def licence(distribution: str) -> str:
+    """The licence an installed distribution declares ("" where it is not installed here)."""
+    try:
+        meta = importlib.metadata.metadata(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+    text = meta.get("License-Expression") or meta.get("License") or ""
+    if not text or len(text) > 40:       # a whole licence text pasted into the field: its classifier instead
+        text = next((c.split(" :: ")[-1] for c in meta.get_all("Classifier") or [] if c.startswith("License ::")),
+                    text[:40])
+    return text
+
+
+def rows(doc: dict) -> list[dict]:
+    """One dict per implementation, fields named as in CRITERIA plus per-problem % of peak."""
+    import backends
+    by_impl: dict[str, list[dict]] = defaultdict(list)
+    for r in doc["records"]:
+        by_impl[impl_label(r)].append(r)
+    out = []
+    for label, recs in sorted(by_impl.items()):
+        backend = backends.get(recs[0]["backend"])
+        best: dict[str, float] = {}
+        for r in recs:
+            pct = (r.get("timing") or {}).get("pct_of_peak")
+            if pct is not None and not flag(r):
+                best[r["problem"]] = max(best.get(r["problem"], 0.0), pct)
+        compiles = [r["compile"] for r in recs if r.get("compile") and r["compile"].get("cold_s") is not None]
+        launches = [r["timing"]["launch_us"] for r in recs if (r.get("timing") or {}).get("launch_us") is not None]
+        loc = {r["problem"]: (r.get("loc") or {}).get("total") for r in recs if r.get("loc")}
+        out.append({
+            "implementation": label,
+            "best % of peak": max(best.values()) if best else None,
+            "per problem": best,
+            "compile cold s": max((c["cold_s"] for c in compiles), default=None),
+            "compile warm s": max((c["warm_s"] for c in compiles), default=None),
+            "first call s": max((c["first_call_s"] for c in compiles if c.get("first_call_s") is not None),
+                                default=None),
+            "launch µs": statistics.median(launches) if launches else None,
+            "LOC": sum(v for v in loc.values() if v) or None,
+            "dtypes": sorted({r["dtype"] for r in recs if r["status"] in ("ok", "compile_only")}),
+            "ahead of time": backend.aot_target or "no",
+            "min compute capability": ".".join(map(str, backend.min_compute_capability)),
+            "min driver CUDA": ".".join(map(str, backend.min_driver_cuda)),
+            "licence": licence(backend.distributions[0]) if backend.distributions else "",
+        })
+    return out
+
+
+def markdown_lines(doc: dict) -> list[str]:
+    def cell(v, spec=".3g"):
+        return "" if v is None else format(v, spec) if isinstance(v, (int, float)) else str(v)
+    problems_seen = sorted({r["problem"] for r in doc["records"]})
+    lines = ["## Scorecard", "", "Per implementation: best % of peak (cold) per problem, the longest cold / warm "
+             "compile and first call over its problems, the median launch overhead, LOC summed over its problems, "
+             "the dtypes whose cases passed, and what the backend declares; the licence is read from the "
+             "packages installed where this report was made (blank: not installed there).", "",
+             "| implementation | " + " | ".join(f"% peak {p}" for p in problems_seen) +
+             " | compile cold / warm s | first call s | launch µs | LOC | dtypes | ahead of time | min cc | min driver"
+             " | licence |",
+             "|---|" + "---:|" * len(problems_seen) + "---:|---:|---:|---:|---|---|---|---|---|"]
+    for r in rows(doc):
+        pcts = " | ".join(cell(r["per problem"].get(p), ".1f") for p in problems_seen)
+        comp = "" if r["compile cold s"] is None else f"{cell(r['compile cold s'])} / {cell(r['compile warm s'])}"
+        lines.append(f"| {r['implementation']} | {pcts} | {comp} | {cell(r['first call s'])} | "
+                     f"{cell(r['launch µs'])} | {cell(r['LOC'], 'd')} | {', '.join(r['dtypes'])} | "
+                     f"{r['ahead of time']} | {r['min compute capability']} | {r['min driver CUDA']} | "
+                     f"{r['licence']} |")
+    return lines + [""]
