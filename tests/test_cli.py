@@ -188,6 +188,7 @@ def test_compile_time_processes_of_several_implementations_at_once(tmp_path):
     assert set(compiled) == {"segreduce", "elementwise"}
     for comp in compiled.values():
         assert comp["concurrent"] == 2 and comp["cold_s"] > 0 and comp["warm_s"] > 0 and comp["processes"] == 2
+        assert comp["import_s"] > 0                     # importing the tool in a fresh process
 
 
 def test_an_interrupt_during_compile_processes_kills_them(tmp_path, bad_backends):

@@ -1,8 +1,8 @@
 """A scorecard per implementation: what a team weighs when choosing a tool, each cell measured in
 the results (best % of peak per problem, compile cold / warm, first call, launch overhead, LOC,
-the dtypes it passed) or read from the backend and the installed packages (ahead-of-time target,
-minimum compute capability and driver, licence), never typed in. Install footprint and import
-time are not in it yet."""
+the dtypes it passed, import time in the cold compile processes) or read from the backend and the
+installed packages (ahead-of-time target, minimum compute capability and driver, licence), never
+typed in. Install footprint is not in it yet."""
 from __future__ import annotations
 
 import importlib.metadata
@@ -11,7 +11,7 @@ from collections import defaultdict
 
 from harness.results.records import flag, impl_label
 
-CRITERIA = ("best % of peak", "compile cold s", "compile warm s", "first call s", "launch µs", "LOC")
+CRITERIA = ("best % of peak", "import s", "compile cold s", "compile warm s", "first call s", "launch µs", "LOC")
 
 
 def licence(distribution: str) -> str:
@@ -48,6 +48,7 @@ def rows(doc: dict) -> list[dict]:
             "implementation": label,
             "best % of peak": max(best.values()) if best else None,
             "per problem": best,
+            "import s": max((c["import_s"] for c in compiles if c.get("import_s") is not None), default=None),
             "compile cold s": max((c["cold_s"] for c in compiles), default=None),
             "compile warm s": max((c["warm_s"] for c in compiles), default=None),
             "first call s": max((c["first_call_s"] for c in compiles if c.get("first_call_s") is not None),
@@ -67,18 +68,19 @@ def markdown_lines(doc: dict) -> list[str]:
     def cell(v, spec=".3g"):
         return "" if v is None else format(v, spec) if isinstance(v, (int, float)) else str(v)
     problems_seen = sorted({r["problem"] for r in doc["records"]})
-    lines = ["## Scorecard", "", "Per implementation: best % of peak (cold) per problem, the longest cold / warm "
-             "compile and first call over its problems, the median launch overhead, LOC summed over its problems, "
-             "the dtypes whose cases passed, and what the backend declares; the licence is read from the "
+    lines = ["## Scorecard", "", "Per implementation: best % of peak (cold) per problem, the longest import (tool "
+             "and device, in a fresh process), cold / warm compile and first call over its problems, the median "
+             "launch overhead, LOC summed over its problems, the dtypes whose cases passed, and what the backend "
+             "declares; the licence is read from the "
              "packages installed where this report was made (blank: not installed there).", "",
              "| implementation | " + " | ".join(f"% peak {p}" for p in problems_seen) +
-             " | compile cold / warm s | first call s | launch µs | LOC | dtypes | ahead of time | min cc | min driver"
-             " | licence |",
-             "|---|" + "---:|" * len(problems_seen) + "---:|---:|---:|---:|---|---|---|---|---|"]
+             " | import s | compile cold / warm s | first call s | launch µs | LOC | dtypes | ahead of time | min cc"
+             " | min driver | licence |",
+             "|---|" + "---:|" * len(problems_seen) + "---:|---:|---:|---:|---:|---|---|---|---|---|"]
     for r in rows(doc):
         pcts = " | ".join(cell(r["per problem"].get(p), ".1f") for p in problems_seen)
         comp = "" if r["compile cold s"] is None else f"{cell(r['compile cold s'])} / {cell(r['compile warm s'])}"
-        lines.append(f"| {r['implementation']} | {pcts} | {comp} | {cell(r['first call s'])} | "
+        lines.append(f"| {r['implementation']} | {pcts} | {cell(r['import s'])} | {comp} | {cell(r['first call s'])} | "
                      f"{cell(r['launch µs'])} | {cell(r['LOC'], 'd')} | {', '.join(r['dtypes'])} | "
                      f"{r['ahead of time']} | {r['min compute capability']} | {r['min driver CUDA']} | "
                      f"{r['licence']} |")

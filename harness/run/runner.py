@@ -309,7 +309,7 @@ class Run:
         log = self.out / "logs" / f"{impl.label}.{impl.problem}.compile.log"
         args = ["compile", "--backend", impl.backend, "--variant", impl.variant, "--problem", impl.problem]
         args += ["--export"] if ahead_of_time else []
-        cold, warm, first_calls, parts, case = [], [], [], {}, None
+        cold, warm, first_calls, imports, parts, case = [], [], [], [], {}, None
         try:
             caches = [Path(tempfile.mkdtemp(dir=scratch, prefix="cache-")) for _ in range(self.opts.compile_repeats)]
             paths = backend.search_paths(impl.variant)
@@ -320,6 +320,8 @@ class Run:
                 if r.get("not_applicable"):
                     return {"case": None, "error": r["not_applicable"]}
                 cold.append(r["build_s"])
+                if r.get("import_s") is not None:
+                    imports.append(r["import_s"])
                 if r["first_call_s"] is not None:
                     first_calls.append(r["first_call_s"])
                 for name, seconds in r.get("parts", {}).items():
@@ -334,6 +336,7 @@ class Run:
             return {"case": case, "error": str(exc)[-2000:], "cold_samples": cold, "warm_samples": warm}
         return {"case": case, "cold_s": statistics.median(cold), "warm_s": statistics.median(warm),
                 "first_call_s": statistics.median(first_calls) if first_calls else None,
+                "import_s": statistics.median(imports) if imports else None,
                 "cold_samples": cold, "warm_samples": warm,
                 "cold_parts_s": {name: statistics.median(v) for name, v in parts.items()},
                 "ahead_of_time": ahead_of_time,

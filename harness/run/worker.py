@@ -251,7 +251,9 @@ def compile_once(args) -> int:
         result({"case": case.name, "build_s": done[0]["build_s"], "first_call_s": None} if case
                else {"not_applicable": "no test case applies"})
         return 0
-    s = Session(args.backend, args.variant)
+    t0 = time.perf_counter()
+    s = Session(args.backend, args.variant)          # imports the tool, opens the device
+    import_s = time.perf_counter() - t0
     case = next((c for c in candidates if s.why_not(problem.name, c) is None), None)
     if case is None:
         result({"not_applicable": "no test case applies"})
@@ -260,7 +262,8 @@ def compile_once(args) -> int:
     _, first_call = s.call(b.run, b.outputs)
     # an implementation may name parts of its build time (e.g. Triton's autotuning) on its run()
     parts = getattr(b.run, "build_parts", {})
-    result({"case": case.name, "build_s": b.build_s, "first_call_s": first_call, "parts": parts})
+    result({"case": case.name, "build_s": b.build_s, "first_call_s": first_call, "parts": parts,
+            "import_s": import_s})
     return 0
 
 
