@@ -224,6 +224,11 @@ def cmd_report(args) -> int:
     from harness.results import merge
     docs = _load_all(args.results)
     doc = merge.merge(docs, args.results)
+    if args.footprint:
+        try:
+            doc["footprint"] = json.loads(Path(args.footprint).read_text())
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--footprint {args.footprint}: {exc}") from None
     out = writable_dir(args.out) if args.out else Path(args.results[0]).parent
     if len(docs) > 1:
         (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
@@ -298,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="Markdown summary, figures (and --html a page) of results.json files")
     rep.add_argument("results", nargs="+", help="one results.json, or several to merge (e.g. several GPUs)")
     rep.add_argument("--html", action="store_true", help="also write one self-contained index.html")
+    rep.add_argument("--footprint", help="install footprints from tools/footprint.py for the scorecard")
     rep.add_argument("--out", help="where report.md, figures/ and index.html go (default: beside the first results)")
     rep.set_defaults(fn=cmd_report)
     cmp = sub.add_parser("compare", help="per implementation x case: faster, slower, same or ambiguous (B vs A)")

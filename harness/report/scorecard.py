@@ -2,7 +2,8 @@
 the results (best % of peak per problem, compile cold / warm, first call, launch overhead, LOC,
 the dtypes it passed, import time in the cold compile processes) or read from the backend and the
 installed packages (ahead-of-time target, minimum compute capability and driver, licence), never
-typed in. Install footprint is not in it yet."""
+typed in; with `ways report --footprint FILE`, each extra's download size and package count as
+tools/footprint.py measured them with pip's resolver."""
 from __future__ import annotations
 
 import importlib.metadata
@@ -11,7 +12,8 @@ from collections import defaultdict
 
 from harness.results.records import flag, impl_label
 
-CRITERIA = ("best % of peak", "import s", "compile cold s", "compile warm s", "first call s", "launch µs", "LOC")
+CRITERIA = ("best % of peak", "install MB", "packages", "import s", "compile cold s", "compile warm s",
+            "first call s", "launch µs", "LOC")
 
 
 def licence(distribution: str) -> str:
@@ -44,8 +46,12 @@ def rows(doc: dict) -> list[dict]:
         compiles = [r["compile"] for r in recs if r.get("compile") and r["compile"].get("cold_s") is not None]
         launches = [r["timing"]["launch_us"] for r in recs if (r.get("timing") or {}).get("launch_us") is not None]
         loc = {r["problem"]: (r.get("loc") or {}).get("total") for r in recs if r.get("loc")}
+        extra = backend.extra_for(recs[0]["variant"])
+        fp = ((doc.get("footprint") or {}).get("extras") or {}).get(extra) or {}
         out.append({
             "implementation": label,
+            "install MB": fp["download_bytes"] / 1e6 if fp.get("download_bytes") else None,
+            "packages": fp.get("packages"),
             "best % of peak": max(best.values()) if best else None,
             "per problem": best,
             "import s": max((c["import_s"] for c in compiles if c.get("import_s") is not None), default=None),
@@ -71,16 +77,18 @@ def markdown_lines(doc: dict) -> list[str]:
     lines = ["## Scorecard", "", "Per implementation: best % of peak (cold) per problem, the longest import (tool "
              "and device, in a fresh process), cold / warm compile and first call over its problems, the median "
              "launch overhead, LOC summed over its problems, the dtypes whose cases passed, and what the backend "
-             "declares; the licence is read from the "
-             "packages installed where this report was made (blank: not installed there).", "",
+             "declares; the licence is read from the packages installed where this report was made (blank: not "
+             "installed there); install MB (download) and packages: pip's resolution of the backend's extra "
+             "(tools/footprint.py, given with --footprint; they include the lab's own few dependencies).", "",
              "| implementation | " + " | ".join(f"% peak {p}" for p in problems_seen) +
-             " | import s | compile cold / warm s | first call s | launch µs | LOC | dtypes | ahead of time | min cc"
-             " | min driver | licence |",
-             "|---|" + "---:|" * len(problems_seen) + "---:|---:|---:|---:|---:|---|---|---|---|---|"]
+             " | install MB | packages | import s | compile cold / warm s | first call s | launch µs | LOC | dtypes"
+             " | ahead of time | min cc | min driver | licence |",
+             "|---|" + "---:|" * len(problems_seen) + "---:|---:|---:|---:|---:|---:|---:|---|---|---|---|---|"]
     for r in rows(doc):
         pcts = " | ".join(cell(r["per problem"].get(p), ".1f") for p in problems_seen)
         comp = "" if r["compile cold s"] is None else f"{cell(r['compile cold s'])} / {cell(r['compile warm s'])}"
-        lines.append(f"| {r['implementation']} | {pcts} | {cell(r['import s'])} | {comp} | {cell(r['first call s'])} | "
+        lines.append(f"| {r['implementation']} | {pcts} | {cell(r['install MB'])} | {cell(r['packages'])} | "
+                     f"{cell(r['import s'])} | {comp} | {cell(r['first call s'])} | "
                      f"{cell(r['launch µs'])} | {cell(r['LOC'], 'd')} | {', '.join(r['dtypes'])} | "
                      f"{r['ahead of time']} | {r['min compute capability']} | {r['min driver CUDA']} | "
                      f"{r['licence']} |")

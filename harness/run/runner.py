@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import socket
-import statistics
 import sys
 import tempfile
 import time
@@ -23,7 +22,7 @@ import problems
 from harness.measure import env, gpu, loc, roofline
 from harness.measure.phases import Phases
 from harness.results import crosscheck, records
-from harness.run import registry, supervise
+from harness.run import compile_times, registry, supervise
 from harness.run.registry import Impl
 from problems.base import Case
 
@@ -302,45 +301,9 @@ class Run:
         pool.shutdown()
 
     def _compile_times(self, job: Job, scratch: Path, ahead_of_time: bool = False) -> dict:
-        """Cold: fresh processes, each with an empty JIT cache. Warm: fresh processes on a filled one.
-        Ahead of time (no GPU): the same, timing export() instead of build()."""
         impl = job.impl
-        backend = backends.get(impl.backend)
-        log = self.out / "logs" / f"{impl.label}.{impl.problem}.compile.log"
-        args = ["compile", "--backend", impl.backend, "--variant", impl.variant, "--problem", impl.problem]
-        args += ["--export"] if ahead_of_time else []
-        cold, warm, first_calls, imports, parts, case = [], [], [], [], {}, None
-        try:
-            caches = [Path(tempfile.mkdtemp(dir=scratch, prefix="cache-")) for _ in range(self.opts.compile_repeats)]
-            paths = backend.search_paths(impl.variant)
-            for cache in caches:
-                r = supervise.run_json(args, supervise.worker_env({**backend.cache_env(str(cache)), **self.lane_env},
-                                                                  paths),
-                                       self.opts.item_timeout, log)
-                if r.get("not_applicable"):
-                    return {"case": None, "error": r["not_applicable"]}
-                cold.append(r["build_s"])
-                if r.get("import_s") is not None:
-                    imports.append(r["import_s"])
-                if r["first_call_s"] is not None:
-                    first_calls.append(r["first_call_s"])
-                for name, seconds in r.get("parts", {}).items():
-                    parts.setdefault(name, []).append(seconds)
-                case = r["case"]
-            for _ in range(self.opts.compile_repeats):
-                r = supervise.run_json(args, supervise.worker_env({**backend.cache_env(str(caches[0])),
-                                                                   **self.lane_env}, paths),
-                                       self.opts.item_timeout, log)
-                warm.append(r["build_s"])
-        except RuntimeError as exc:
-            return {"case": case, "error": str(exc)[-2000:], "cold_samples": cold, "warm_samples": warm}
-        return {"case": case, "cold_s": statistics.median(cold), "warm_s": statistics.median(warm),
-                "first_call_s": statistics.median(first_calls) if first_calls else None,
-                "import_s": statistics.median(imports) if imports else None,
-                "cold_samples": cold, "warm_samples": warm,
-                "cold_parts_s": {name: statistics.median(v) for name, v in parts.items()},
-                "ahead_of_time": ahead_of_time,
-                "processes": len(cold) + len(warm)}
+        return compile_times.measure(impl, scratch, self.out / "logs" / f"{impl.label}.{impl.problem}.compile.log",
+                                     self.opts.compile_repeats, self.opts.item_timeout, self.lane_env, ahead_of_time)
 
 
 class OutputBusy(RuntimeError):

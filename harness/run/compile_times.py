@@ -1,0 +1,49 @@
+"""Compile time of one implementation, in fresh processes: cold ones each with empty JIT caches,
+warm ones on a cache a cold one filled; ahead of time (no GPU) the same, timing export()."""
+from __future__ import annotations
+
+import statistics
+import tempfile
+from pathlib import Path
+
+import backends
+from harness.run import supervise
+from harness.run.registry import Impl
+
+
+def measure(impl: Impl, scratch: Path, log: Path, repeats: int, timeout: float, lane_env: dict,
+            ahead_of_time: bool = False) -> dict:
+    """Medians of `repeats` cold and `repeats` warm processes (build, first call, the tool's import),
+    and every sample; {"case", "error", ...} where a process failed."""
+    backend = backends.get(impl.backend)
+    args = ["compile", "--backend", impl.backend, "--variant", impl.variant, "--problem", impl.problem]
+    args += ["--export"] if ahead_of_time else []
+    cold, warm, first_calls, imports, parts, case = [], [], [], [], {}, None
+    paths = backend.search_paths(impl.variant)
+
+    def env(cache: Path) -> dict:
+        return supervise.worker_env({**backend.cache_env(str(cache)), **lane_env}, paths)
+    try:
+        caches = [Path(tempfile.mkdtemp(dir=scratch, prefix="cache-")) for _ in range(repeats)]
+        for cache in caches:
+            r = supervise.run_json(args, env(cache), timeout, log)
+            if r.get("not_applicable"):
+                return {"case": None, "error": r["not_applicable"]}
+            cold.append(r["build_s"])
+            if r.get("import_s") is not None:
+                imports.append(r["import_s"])
+            if r["first_call_s"] is not None:
+                first_calls.append(r["first_call_s"])
+            for name, seconds in r.get("parts", {}).items():
+                parts.setdefault(name, []).append(seconds)
+            case = r["case"]
+        for _ in range(repeats):
+            warm.append(supervise.run_json(args, env(caches[0]), timeout, log)["build_s"])
+    except RuntimeError as exc:
+        return {"case": case, "error": str(exc)[-2000:], "cold_samples": cold, "warm_samples": warm}
+    return {"case": case, "cold_s": statistics.median(cold), "warm_s": statistics.median(warm),
+            "first_call_s": statistics.median(first_calls) if first_calls else None,
+            "import_s": statistics.median(imports) if imports else None,
+            "cold_samples": cold, "warm_samples": warm,
+            "cold_parts_s": {name: statistics.median(v) for name, v in parts.items()},
+            "ahead_of_time": ahead_of_time, "processes": len(cold) + len(warm)}
