@@ -43,6 +43,7 @@ class Backend:
     min_driver_cuda = (12, 0)
     cache_vars: dict[str, str] = {}  # noqa: RUF012  extra JIT cache env vars -> sub-folder of the cache dir
     aot_target = ""                 # e.g. "sm_90": export() compiles a case for it without a GPU
+    family = ""                     # no kernel, SIMT, tile, tensor-core DSL or C++: one colour each in figures
 
     # -- what a subclass declares ---------------------------------------------------------
     def modules(self, variant: str) -> tuple[str, ...]:
@@ -167,6 +168,7 @@ class NumbaBackend(Backend):
     numba device arrays (bfloat16 as its uint16 bits), the stream is numba's external stream.
     Under NUMBA_ENABLE_CUDASIM=1 the simulator runs the small float32 test cases on the CPU."""
     extra = "numba"
+    family = "SIMT"
     distributions = ("numba", "numba-cuda")
     SIMULATED_ELEMENTS = 1 << 16       # the simulator runs each thread in Python: keep it small
 

@@ -245,6 +245,9 @@ def cmd_report(args) -> int:
         print(f"\nfigures not written: {exc} (pip install '.[report]')")
         paths = []
     written += paths
+    if args.slides:
+        from harness.report import slides
+        written += slides.write(doc, out / "slides")
     if args.html:
         from harness.report import page
         try:
@@ -304,6 +307,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("results", nargs="+", help="one results.json, or several to merge (e.g. several GPUs)")
     rep.add_argument("--html", action="store_true", help="also write one self-contained index.html")
     rep.add_argument("--footprint", help="install footprints from tools/footprint.py for the scorecard")
+    rep.add_argument("--slides", action="store_true",
+                     help="also write slides/<problem>.png and .svg: every source side by side, 16:9")
     rep.add_argument("--out", help="where report.md, figures/ and index.html go (default: beside the first results)")
     rep.set_defaults(fn=cmd_report)
     cmp = sub.add_parser("compare", help="per implementation x case: faster, slower, same or ambiguous (B vs A)")

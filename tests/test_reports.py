@@ -212,3 +212,16 @@ def test_scorecard_takes_its_figures_from_the_records():
         assert row["LOC"] == sum({r["problem"]: r["loc"]["total"] for r in recs}.values())
     assert rows["nvrtc"]["ahead of time"] == "sm_90" and rows["cute_dsl"]["ahead of time"] == "sm_90a"
     assert "## Scorecard" in markdown.markdown(doc)
+
+
+def test_slides_put_every_source_of_a_problem_on_one_16_9_figure(tmp_path):
+    import struct
+    pytest.importorskip("matplotlib", reason="figures need matplotlib (pip install '.[report]')")
+    r = ways("report", str(CUTE), str(NVRTC), "--slides", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    for problem in ("gemm", "segreduce", "elementwise"):
+        png, svg = tmp_path / "slides" / f"{problem}.png", tmp_path / "slides" / f"{problem}.svg"
+        width, height = struct.unpack(">II", png.read_bytes()[16:24])
+        assert 1.6 < width / height < 2.0, (problem, width, height)      # about 16:9
+        text = svg.read_text()
+        assert "cute_dsl (tensor-core DSL)" in text and "nvrtc (C++)" in text and "LOC" in text

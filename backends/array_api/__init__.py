@@ -12,6 +12,7 @@ _TOOL = {"numpy": "numpy", "cupy": "cupy", "torch": "torch"}
 
 
 class ArrayAPI(Backend):
+    family = "no kernel"
     variants = ("numpy", "cupy", "torch")
     distributions = ("array-api-compat", "numpy", "cupy-cuda13x", "cupy-cuda12x", "torch")
 

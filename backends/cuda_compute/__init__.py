@@ -6,6 +6,7 @@ from backends.base import NumbaBackend, StreamHandle
 
 
 class CudaCompute(NumbaBackend):
+    family = "no kernel"
     extra = "compute"
     distributions = ("cuda-cccl", "numba", "numba-cuda")
 

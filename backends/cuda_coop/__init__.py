@@ -4,6 +4,7 @@ from backends.base import NumbaBackend
 
 
 class CudaCoop(NumbaBackend):
+    family = "SIMT"
     extra = "coop"
     distributions = ("cuda-cccl", "numba", "numba-cuda")
 

@@ -16,6 +16,7 @@ from backends.base import Backend, TorchArrays, Unavailable, torch_to_device
 
 
 class CuteDsl(TorchArrays, Backend):
+    family = "tensor-core DSL"
     variants = ("", "tvm_ffi")
     extra = "cute"
     distributions = ("nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-base", "apache-tvm-ffi", "torch")

@@ -14,6 +14,7 @@ SITE_VAR = "WAYS_CUTILE_SITE"
 
 
 class CuTile(TorchArrays, Backend):
+    family = "tile"
     extra = "cutile"
     aot_target = "sm_90"          # without a GPU (CI) each test case is still compiled, for the H100
     distributions = ("cuda-tile", "nvidia-cuda-tileiras", "nvidia-cuda-nvcc", "nvidia-nvvm", "torch")

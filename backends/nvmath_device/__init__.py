@@ -10,6 +10,7 @@ from backends.base import NumbaBackend
 
 
 class NvmathDevice(NumbaBackend):
+    family = "tensor-core DSL"
     extra = "nvmath"
     distributions = ("nvmath-python", "nvidia-libmathdx-cu13", "numba", "numba-cuda")
 

@@ -8,6 +8,7 @@ from backends.base import Backend, Unavailable, cupy_overwrite
 
 
 class Nvrtc(Backend):
+    family = "C++"
     extra = "nvrtc"
     distributions = ("cuda-core", "cuda-bindings", "nvidia-cuda-nvrtc", "nvidia-cuda-cccl", "cupy-cuda13x")
     aot_target = "sm_90"          # without a GPU (CI) each test case is still compiled, for the H100

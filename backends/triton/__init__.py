@@ -15,6 +15,7 @@ def interpreted() -> bool:
 
 
 class Triton(TorchArrays, Backend):
+    family = "tile"
     extra = "triton"
     distributions = ("triton", "torch")
 

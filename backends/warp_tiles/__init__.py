@@ -14,6 +14,7 @@ CPU_WORK = 2**27         # Warp's CPU device runs a block's threads one after an
 
 
 class WarpTiles(Backend):
+    family = "tile"
     extra = "warp"
     distributions = ("warp-lang",)
 

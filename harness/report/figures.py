@@ -10,6 +10,14 @@ from harness.report.markdown import per_impl
 from harness.results.records import flag, impl_label
 
 
+def family_colour(backend: str) -> str:
+    """The colour of the backend's tool family (report/slides.py), the same in every figure."""
+    import backends
+    from harness.report.slides import FAMILY_COLOURS
+    family = backends.get(backend).family if backend in backends.names() else ""
+    return FAMILY_COLOURS.get(family, FAMILY_COLOURS[""])
+
+
 def _plt():
     import matplotlib
     matplotlib.use("Agg")
@@ -45,7 +53,7 @@ def bench_case(problem: str, case: str, rows: list[dict], out: Path) -> list[Pat
     labels = [impl_label(r) + (f" ({flag(r).upper()})" if flag(r) else "") for r in rows]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 0.35 * len(rows) + 1.2), sharey=True)
     left.barh(labels, [r["timing"]["device_ms_cold"] for r in rows],
-              color=["#c0392b" if flag(r) else "#4c72b0" for r in rows])
+              color=["#c0392b" if flag(r) else family_colour(r["backend"]) for r in rows])
     left.set_xlabel("device time, cold: L2 flushed, gaps (ms)")
     if max(r["timing"]["device_ms_cold"] for r in rows) > 20 * min(r["timing"]["device_ms_cold"] for r in rows):
         from matplotlib.ticker import LogFormatter
