@@ -49,3 +49,32 @@ def test_lanes_run_side_by_side_and_merge(tmp_path):
 def test_bad_gpus(tmp_path, spec, msg):
     r = ways("run", "-b", "array_api[numpy]", "--gpus", spec, "--out", str(tmp_path / "never"))
     assert r.returncode == 2 and msg in r.stderr, r.stderr
+
+
+def test_an_interrupted_lanes_run_stops_every_lane_and_keeps_what_was_measured(tmp_path, bad_backends):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "-b", "array_api[numpy]", "-b", "broken",
+                             "-p", "segreduce", "-p", "elementwise", "--cases", "test", "--no-compile",
+                             "--timeout", "120", "--gpus", "0,1", "--out", str(out)],
+                            cwd=ROOT, env={**os.environ}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not list(out.glob("lanes/*/logs/broken*.log")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(3)                              # a broken worker is now inside its endless call
+    proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "interrupted" in err, err
+    assert time.monotonic() - sent < 30
+    doc = json.loads((out / "results.json").read_text())
+    records.validate(doc)
+    assert any(r["backend"] == "array_api" and r["status"] == "ok" for r in doc["records"])
+    left = subprocess.run(["pgrep", "-f", "harness.run.worker run --backend broken"], capture_output=True, text=True)
+    assert left.stdout.strip() == "", "a worker outlived the interrupted run"

@@ -14,6 +14,7 @@ from pathlib import Path
 import problems
 from harness.measure import gpu
 from harness.results import merge, records
+from harness.run import supervise
 from harness.run.runner import Job, Options, Run, exclusive, plan
 
 BENCH_WEIGHT = 5          # a bench case costs about this many test cases (timing, sustained mode)
@@ -101,8 +102,14 @@ def _run(opts: Options, lanes: list[str], parts: list[list[Job]], progress) -> t
     threads = [threading.Thread(target=go, args=(r,), daemon=True) for r in runs]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.join()
+    except BaseException as exc:     # Ctrl-C: stop every lane's workers, keep what they measured
+        supervise.kill_running()
+        for t in threads:
+            t.join(timeout=60)
+        errors.insert(0, exc)
     docs = [json.loads((out / "results.json").read_text()) for out in outs if (out / "results.json").is_file()]
     doc = merge.merge(docs, [str(out / "results.json") for out in outs])
     doc["run"]["lanes"] = lanes

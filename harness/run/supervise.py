@@ -52,14 +52,22 @@ def _lines(fd: int, deadline_of):
         sel.close()
 
 
-_RUNNING: set[subprocess.Popen] = set()      # run_json's processes (run from several threads at once)
+_RUNNING: set[subprocess.Popen] = set()      # workers being waited on, from any thread
+_STOP = threading.Event()                   # set by kill_running: start no more workers
 
 
 def kill_running() -> None:
-    """Kill every process run_json is waiting on: an interrupted run leaves none behind."""
+    """Kill every worker being waited on and start no more (the threads waiting on them get a
+    KeyboardInterrupt): an interrupted run leaves none behind."""
+    _STOP.set()
     for proc in list(_RUNNING):
         if proc.poll() is None:
             _kill(proc)
+
+
+def _not_stopping() -> None:
+    if _STOP.is_set():
+        raise KeyboardInterrupt
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -124,6 +132,7 @@ def run_items(backend: str, variant: str, items: list, scratch: Path, log: Path,
     """
     pending = list(range(len(items)))
     while pending:
+        _not_stopping()
         items_file = scratch / f"items-{os.getpid()}-{time.monotonic_ns()}.json"
         items_file.write_text(json.dumps([items[i] for i in pending]))
         with open(log, "a") as logf:
@@ -136,6 +145,7 @@ def run_items(backend: str, variant: str, items: list, scratch: Path, log: Path,
              "--items", str(items_file), "--fd", str(write_fd), "--scratch", str(scratch)],
             pass_fds=(write_fd,), stdout=out_write, stderr=out_write, stdin=subprocess.DEVNULL,
             start_new_session=True, env=env, cwd=ROOT)
+        _RUNNING.add(proc)
         os.close(write_fd)
         os.close(out_write)
         drain = _drain(out_read, log)
@@ -173,6 +183,8 @@ def run_items(backend: str, variant: str, items: list, scratch: Path, log: Path,
                 rc = proc.returncode
             what = f"worker died: {_exit_text(rc)}" if rc != 0 else "worker exited (code 0) without finishing"
         drain.join(timeout=10)
+        _RUNNING.discard(proc)
+        _not_stopping()            # killed by kill_running: an interrupt, not a failure of the case
         rest = [i for i in pending if i not in finished]
         tail = f"\n--- worker log (tail) ---\n{_tail(log, log_start)}"
         if current is not None:
@@ -194,6 +206,7 @@ def run_items(backend: str, variant: str, items: list, scratch: Path, log: Path,
 def run_json(cmd_args: list[str], env: dict, timeout: float, log: Path) -> dict:
     """Run `python -m harness.run.worker ...` that prints one JSON line; return it or raise RuntimeError
     whose first line says what happened."""
+    _not_stopping()
     with open(log, "a") as logf:
         log_start = logf.tell()
     err_read, err_write = os.pipe()
