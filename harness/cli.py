@@ -164,37 +164,8 @@ def cmd_run(args) -> int:
                    dtype=dtype_of(args.dtype).name if args.dtype and case is None else None,
                    case_names=names, quick=args.quick, compile_jobs=args.compile_jobs)
     signal.signal(signal.SIGTERM, _interrupt)     # a killed run ends like Ctrl-C: its results written
-    if args.ray:
-        from harness.run import cluster
-        if args.gpus:
-            raise UsageError("--ray and --gpus: pick one (a Ray cluster places its own lanes)")
-        progress = RichProgress()
-        try:
-            doc = cluster.run(opts, args.ray, progress)
-        except (OutputBusy, cluster.NoGpus) as exc:
-            raise UsageError(str(exc)) from None
-        finally:
-            progress.stop()
-        print_summary(doc)
-        print(f"results: {out / 'results.json'} (merged from {out / 'lanes'}), {out / 'summary.csv'}")
-        return 0
-    if args.gpus:
-        from harness.run import lanes
-        try:
-            which = lanes.parse(args.gpus)
-        except lanes.LaneError as exc:
-            raise UsageError(str(exc)) from None
-        progress = RichProgress()
-        try:
-            doc, _ = lanes.run(opts, which, progress)
-        except OutputBusy as exc:
-            raise UsageError(str(exc)) from None
-        finally:
-            progress.stop()
-        print_summary(doc)
-        print(f"results: {out / 'results.json'} (merged from {out / 'lanes'}/gpu{{{','.join(which)}}}), "
-              f"{out / 'summary.csv'}")
-        return 0
+    if args.ray or args.gpus:
+        return _run_spread(args, opts, out)
     run = Run(opts, RichProgress())
     try:
         doc = run.execute()
@@ -204,6 +175,30 @@ def cmd_run(args) -> int:
     if run.set_aside:
         print(f"the previous results in {out} were moved to {run.set_aside}")
     print(f"results: {out / 'results.json'}, {out / 'summary.csv'}")
+    return 0
+
+
+def _run_spread(args, opts, out: Path) -> int:
+    """`--gpus` (a lane per local GPU) or `--ray` (a task per GPU of a Ray cluster): several runs, merged."""
+    from harness.report.terminal import print_summary
+    from harness.run import cluster, lanes
+    from harness.run.progress import RichProgress
+    from harness.run.runner import OutputBusy
+    if args.ray and args.gpus:
+        raise UsageError("--ray and --gpus: pick one (a Ray cluster places its own lanes)")
+    try:
+        which = lanes.parse(args.gpus) if args.gpus else None
+    except lanes.LaneError as exc:
+        raise UsageError(str(exc)) from None
+    progress = RichProgress()
+    try:
+        doc = cluster.run(opts, args.ray, progress) if args.ray else lanes.run(opts, which, progress)
+    except (OutputBusy, cluster.NoGpus) as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        progress.stop()
+    print_summary(doc)
+    print(f"results: {out / 'results.json'} (merged from {out / 'lanes'}), {out / 'summary.csv'}")
     return 0
 
 

@@ -12,6 +12,7 @@ A task that still fails is reported as failed records for its cases, with Ray's 
 without any, fake ones: the CPU rows then run in N tasks side by side, as CI tests it)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -19,8 +20,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from harness.results import merge, records
-from harness.run.lanes import deal, set_aside
+from harness.results import records
+from harness.run.lanes import deal, set_aside, write_merged
 from harness.run.runner import Job, Options, Run, exclusive, plan
 from harness.run.supervise import ROOT as ROOT_DIR
 
@@ -33,7 +34,7 @@ def _lane(opts: Options, jobs: list[Job]) -> dict:
     folder; its results document."""
     out = Path(tempfile.mkdtemp(prefix="ways-ray-"))
     lane = os.environ.get("CUDA_VISIBLE_DEVICES") or None
-    Run(Options(**{**opts.__dict__, "out": out}), None, jobs=jobs, lane=lane).execute()
+    Run(dataclasses.replace(opts, out=out), None, jobs=jobs, lane=lane).execute()
     return json.loads((out / "results.json").read_text())
 
 
@@ -109,11 +110,7 @@ def _run(ray, opts: Options, kinds: dict[str, int], progress) -> dict:
         for j in part:
             for _ in j.cases:
                 progress.advance(j.impl.label)
-    doc = merge.merge(docs, names)
-    doc["run"]["ray"] = {"gpu_kinds": kinds, "tasks": [name for name, _, _ in tasks]}
-    (opts.out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
-    records.write_summary(doc, opts.out)
-    return doc
+    return write_merged(opts.out, docs, names, ray={"gpu_kinds": kinds, "tasks": [name for name, _, _ in tasks]})
 
 
 def why(exc: Exception) -> str:

@@ -78,7 +78,7 @@ def set_aside(out: Path) -> None:
             os.replace(out / name, dest / name)
 
 
-def run(opts: Options, lanes: list[str], progress) -> tuple[dict, list]:
+def run(opts: Options, lanes: list[str], progress) -> dict:
     """Every lane at once; the merged document, written to OUT (results.json, summary.csv)."""
     parts = deal(plan(opts), len(lanes))
     opts.out.mkdir(parents=True, exist_ok=True)
@@ -87,7 +87,17 @@ def run(opts: Options, lanes: list[str], progress) -> tuple[dict, list]:
         return _run(opts, lanes, parts, progress)
 
 
-def _run(opts: Options, lanes: list[str], parts: list[list[Job]], progress) -> tuple[dict, list]:
+def write_merged(out: Path, docs: list[dict], names: list[str], **run_fields) -> dict:
+    """The runs' documents merged (results/merge.py), `run_fields` added to its run, written to
+    out/results.json and out/summary.csv."""
+    doc = merge.merge(docs, names)
+    doc["run"].update(run_fields)
+    (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
+    records.write_summary(doc, out)
+    return doc
+
+
+def _run(opts: Options, lanes: list[str], parts: list[list[Job]], progress) -> dict:
     outs = [opts.out / "lanes" / f"gpu{lane}" for lane in lanes]
     runs = [Run(dataclasses.replace(opts, out=out), progress.lane(f"gpu{lane}"), jobs=part, lane=lane)
             for lane, part, out in zip(lanes, parts, outs, strict=True)]
@@ -110,11 +120,9 @@ def _run(opts: Options, lanes: list[str], parts: list[list[Job]], progress) -> t
         for t in threads:
             t.join(timeout=60)
         errors.insert(0, exc)
-    docs = [json.loads((out / "results.json").read_text()) for out in outs if (out / "results.json").is_file()]
-    doc = merge.merge(docs, [str(out / "results.json") for out in outs])
-    doc["run"]["lanes"] = lanes
-    (opts.out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
-    records.write_summary(doc, opts.out)
+    written = [out / "results.json" for out in outs if (out / "results.json").is_file()]
+    doc = write_merged(opts.out, [json.loads(p.read_text()) for p in written], [str(p) for p in written],
+                       lanes=lanes)
     if errors:
         raise errors[0]
-    return doc, runs
+    return doc

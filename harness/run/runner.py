@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -223,6 +224,7 @@ class Run:
             self._emit(writer, rec)
             self.progress.advance(impl.label)
 
+    @functools.cached_property
     def lane_gpu(self) -> dict:
         """Which GPU measured this run's records: nvidia-smi's index, name and UUID."""
         found = {str(g.get("index")): g for g in gpu.gpus()}.get(self.lane, {})
@@ -246,7 +248,7 @@ class Run:
         if self.opts.quick:
             rec["quick"] = True
         if self.lane is not None:
-            rec["gpu"] = self.lane_gpu()
+            rec["gpu"] = self.lane_gpu
         self.records.append(rec)
         writer.write({"type": "record", "record": rec})
 

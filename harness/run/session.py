@@ -3,6 +3,7 @@ fresh inputs, poisoned outputs, build, a call with the whole device synchronized
 float64 reference, then the same arrays given new values (check_case, checked, follows_new_inputs)."""
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import pickle
@@ -152,6 +153,7 @@ def case_data(problem, case: Case, seed: int, cache: Path | None):
 CASE_CACHE_VAR = "WAYS_CASE_CACHE"
 
 
+@functools.cache
 def _maker_hash(problem_class) -> str:
     """12 hex digits naming the code that makes a problem's inputs and reference."""
     import hashlib
