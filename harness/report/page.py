@@ -72,23 +72,10 @@ def _badge(r: dict) -> Markup:
 
 
 def _scorecard(doc: dict) -> str:
-    """report/scorecard.py's rows as a sortable table."""
+    """report/scorecard.py's table, sortable."""
     from harness.report import scorecard
-    rows = scorecard.rows(doc)
-    problems_seen = sorted({p for r in rows for p in r["per problem"]})
-
-    def num(v, spec=".3g"):
-        return "" if v is None else format(v, spec)
-    body = [[r["implementation"], *(num(r["per problem"].get(p), ".1f") for p in problems_seen),
-             num(r["install MB"]), "" if r["packages"] is None else r["packages"],
-             num(r["import s"]), num(r["compile cold s"]), num(r["compile warm s"]), num(r["first call s"]),
-             num(r["launch µs"]), "" if r["LOC"] is None else r["LOC"], ", ".join(r["dtypes"]),
-             r["ahead of time"], r["min compute capability"], r["min driver CUDA"], r["licence"]] for r in rows]
-    header = ["implementation", *(f"% peak {p}" for p in problems_seen), "install MB", "packages", "import s",
-              "compile cold s",
-              "compile warm s", "first call s", "launch µs", "LOC", "dtypes", "ahead of time", "min cc", "min driver",
-              "licence"]
-    return _table(header, body, numeric=set(range(1, len(problems_seen) + 9)))
+    header, body, numeric = scorecard.table(doc)
+    return _table(header, body, numeric=set(range(1, numeric + 1)))
 
 
 def _table(header: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:

@@ -12,9 +12,6 @@ from collections import defaultdict
 
 from harness.results.records import flag, impl_label
 
-CRITERIA = ("best % of peak", "install MB", "packages", "import s", "compile cold s", "compile warm s",
-            "first call s", "launch µs", "LOC")
-
 
 def licence(distribution: str) -> str:
     """The licence an installed distribution declares ("" where it is not installed here)."""
@@ -30,7 +27,7 @@ def licence(distribution: str) -> str:
 
 
 def rows(doc: dict) -> list[dict]:
-    """One dict per implementation, fields named as in CRITERIA plus per-problem % of peak."""
+    """One dict per implementation: the columns of table() ("per problem": % of peak by problem)."""
     import backends
     by_impl: dict[str, list[dict]] = defaultdict(list)
     for r in doc["records"]:
@@ -70,26 +67,34 @@ def rows(doc: dict) -> list[dict]:
     return out
 
 
+NOTE = ("Per implementation: best % of peak (cold) per problem, the longest import (tool and device, in a fresh "
+        "process), cold / warm compile and first call over its problems, the median launch overhead, LOC summed "
+        "over its problems, the dtypes whose cases passed, and what the backend declares; the licence is read from "
+        "the packages installed where this report was made (blank: not installed there); install MB (download) "
+        "and packages: pip's resolution of the backend's extra (tools/footprint.py, given with --footprint; they "
+        "include the lab's own few dependencies).")
+TEXT_COLUMNS = ("dtypes", "ahead of time", "min cc", "min driver", "licence")
+
+
+def table(doc: dict) -> tuple[list[str], list[list[str]], int]:
+    """The scorecard as (header, rows of cells, how many columns after the first are numbers): the
+    one table report.md and the page both show."""
+    def num(v, spec=".3g"):
+        return "" if v is None else format(v, spec)
+    rows_ = rows(doc)
+    problems_seen = sorted({p for r in rows_ for p in r["per problem"]})
+    numeric = [*(f"% peak {p}" for p in problems_seen), "install MB", "packages", "import s", "compile cold s",
+               "compile warm s", "first call s", "launch µs", "LOC"]
+    body = [[r["implementation"], *(num(r["per problem"].get(p), ".1f") for p in problems_seen),
+             num(r["install MB"]), num(r["packages"], "d"), num(r["import s"]), num(r["compile cold s"]),
+             num(r["compile warm s"]), num(r["first call s"]), num(r["launch µs"]), num(r["LOC"], "d"),
+             ", ".join(r["dtypes"]), r["ahead of time"], r["min compute capability"], r["min driver CUDA"],
+             r["licence"]] for r in rows_]
+    return ["implementation", *numeric, *TEXT_COLUMNS], body, len(numeric)
+
+
 def markdown_lines(doc: dict) -> list[str]:
-    def cell(v, spec=".3g"):
-        return "" if v is None else format(v, spec) if isinstance(v, (int, float)) else str(v)
-    problems_seen = sorted({r["problem"] for r in doc["records"]})
-    lines = ["## Scorecard", "", "Per implementation: best % of peak (cold) per problem, the longest import (tool "
-             "and device, in a fresh process), cold / warm compile and first call over its problems, the median "
-             "launch overhead, LOC summed over its problems, the dtypes whose cases passed, and what the backend "
-             "declares; the licence is read from the packages installed where this report was made (blank: not "
-             "installed there); install MB (download) and packages: pip's resolution of the backend's extra "
-             "(tools/footprint.py, given with --footprint; they include the lab's own few dependencies).", "",
-             "| implementation | " + " | ".join(f"% peak {p}" for p in problems_seen) +
-             " | install MB | packages | import s | compile cold / warm s | first call s | launch µs | LOC | dtypes"
-             " | ahead of time | min cc | min driver | licence |",
-             "|---|" + "---:|" * len(problems_seen) + "---:|---:|---:|---:|---:|---:|---:|---|---|---|---|---|"]
-    for r in rows(doc):
-        pcts = " | ".join(cell(r["per problem"].get(p), ".1f") for p in problems_seen)
-        comp = "" if r["compile cold s"] is None else f"{cell(r['compile cold s'])} / {cell(r['compile warm s'])}"
-        lines.append(f"| {r['implementation']} | {pcts} | {cell(r['install MB'])} | {cell(r['packages'])} | "
-                     f"{cell(r['import s'])} | {comp} | {cell(r['first call s'])} | "
-                     f"{cell(r['launch µs'])} | {cell(r['LOC'], 'd')} | {', '.join(r['dtypes'])} | "
-                     f"{r['ahead of time']} | {r['min compute capability']} | {r['min driver CUDA']} | "
-                     f"{r['licence']} |")
-    return lines + [""]
+    header, body, numeric = table(doc)
+    return ["## Scorecard", "", NOTE, "", "| " + " | ".join(header) + " |",
+            "|---|" + "---:|" * numeric + "---|" * len(TEXT_COLUMNS),
+            *("| " + " | ".join(cells) + " |" for cells in body), ""]
