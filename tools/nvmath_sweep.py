@@ -34,13 +34,17 @@ BENCH = {"gemm": ("8192x8192x8192-float16", "4096x4096x4096-float32"),
 
 def candidates(problem, variant, dtype, cols=0):
     if problem == "segreduce":
-        from backends.nvmath_device.segreduce import Plan
-        # the first sweep's two-stage plans ran at half the rate of one-stage ones (25% of the copy)
-        if cols < 4096:            # one slice covers a row: rows per block and threads
-            return [Plan(r, 256, t, 1) for r, t in ((8, 64), (16, 128), (32, 128), (64, 256), (64, 128), (128, 256),
-                                                    (128, 512))] + [Plan(32, 64, 128, 1)]
-        return [Plan(r, k, t, 1) for r, k, t in ((32, 128, 128), (32, 64, 128), (64, 128, 256), (64, 256, 256),
-                                                 (32, 256, 256), (128, 128, 256), (32, 128, 256))]
+        from backends.nvmath_device.segreduce import BEST, Plan
+        # sweeps 5-6: two-stage plans ran at half the rate of one-stage ones, all with cuBLASDx's
+        # plain shared-memory layout and one block per row range; sweep 7: suggested layouts, splits
+        if cols < 4096:            # (rows, cols, threads, stages, suggested)
+            shapes = ((32, 64, 128, 1, True), (32, 64, 128, 2, True), (32, 128, 128, 2, True), (64, 64, 256, 2, True),
+                      (32, 256, 128, 1, True), (16, 256, 128, 1, True), (64, 128, 256, 2, True))
+            return [BEST["short"]] + [Plan(*s) for s in shapes]
+        shapes = ((32, 128, 256, 1, True, 1), (32, 128, 256, 2, True, 1), (32, 128, 256, 1, True, 4),
+                  (32, 128, 256, 1, True, 8), (64, 128, 256, 1, True, 4), (32, 256, 256, 2, True, 4),
+                  (16, 256, 128, 2, True, 8), (32, 128, 256, 2, True, 8))
+        return [BEST["long"]] + [Plan(*s) for s in shapes]
     from backends.nvmath_device.gemm import Plan
     if variant == "pipeline":          # warpgroup MMA: 128 threads a warpgroup
         shapes = ((128, 128, 32, 128), (128, 128, 64, 128), (128, 256, 64, 128), (128, 256, 64, 256),
