@@ -27,7 +27,7 @@ class Plan(NamedTuple):
 
 
 LONG = 4096             # rows at least this long take BEST["long"]
-BEST = {"long": Plan(32, 128, 256, 1), "short": Plan(32, 64, 128, 1)}        # tools/nvmath_sweep.py on an H100
+BEST = {"long": Plan(64, 128, 256, 1, True, 4), "short": Plan(32, 64, 128, 1)}        # tools/nvmath_sweep.py on an H100
 
 
 @functools.cache
