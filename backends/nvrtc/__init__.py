@@ -11,7 +11,7 @@ class Nvrtc(Backend):
     family = "C++"
     extra = "nvrtc"
     distributions = ("cuda-core", "cuda-bindings", "nvidia-cuda-nvrtc", "nvidia-cuda-cccl", "cupy-cuda13x")
-    aot_target = "sm_90"          # without a GPU (CI) each test case is still compiled, for the H100
+    aot_target = "sm_90a"         # without a GPU (CI) each test case is still compiled, for the H100 (wgmma: "a")
 
     def modules(self, variant):
         return ("cuda.core", "cupy")

@@ -1,162 +1,223 @@
-"""C = A @ B in CUDA C++ (NVRTC) on tensor cores the Ampere way: a 128x256 block tile, 8 warps of
-64x64, K in steps of 64 through a 3-stage cp.async pipeline into XOR-swizzled shared memory,
-ldmatrix (transposed for the row-major B) feeding mma.sync m16n8k16 with float32 accumulators.
-Output tiles go in grouped order for L2 reuse. Shapes whose rows are not 16-byte aligned take
-element-wise loads instead of cp.async (ALIGNED=false). float32 is not applicable: tensor cores
-have no IEEE fp32 product (TF32 fails the fp32 check)."""
+"""C = A @ B in CUDA C++ (NVRTC) the Hopper way, sm_90a: a 128x256x64 block tile; warpgroup 0 is
+the producer (one thread issues TMA loads with 128-byte swizzle into a 4-stage ring guarded by
+full/empty mbarriers; the warpgroup gives registers back with setmaxnreg), warpgroups 1 and 2 are
+consumers (64 rows each, wgmma.mma_async m64n256k16 straight from shared memory, 128 float32
+accumulators a thread, A K-major, B N-major via the transpose bit). Persistent: one CTA per SM walks
+the output tiles in grouped (GROUP_M) order, so the producer prefetches the next tile while the
+consumers store the last one from registers (guarded stores). TMA zero-fills rows and columns
+beyond M, N and K. TMA needs 16-byte row pitches (K and N multiples of 8); those shapes, and
+matrices smaller than one TMA box, take the mma.sync kernel (_mma_sync_gemm.py).
+
+The tensor maps are cuda.core TensorMapDescriptors (StridedMemoryView.as_tensor_map), which
+`launch` passes by value: the kernel takes them as `const __grid_constant__` parameters."""
 import numpy as np
 from cuda.core import LaunchConfig, launch
 
 from backends.nvrtc import CXX_TYPE, compile_cubin, device_arch
+from backends.nvrtc import _mma_sync_gemm as ampere
 
-SOURCE = r"""
+_ACC = ", ".join(f"%{i}" for i in range(128))
+_OPS = ", ".join(f'"+f"(d[{i}])' for i in range(128))
+
+HOPPER_SOURCE = r"""
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-constexpr int BM = 128, BN = 256, BK = 64, WM = 64, WN = 64, STAGES = 3, GROUP_M = 8;
-constexpr int THREADS = (BM / WM) * (BN / WN) * 32, CHUNKS = BK / 8;   // 16-byte chunks per row of A
+namespace hopper {
+constexpr int BM = 128, BN = 256, BK = 64, STAGES = 4, GROUP_M = 8, THREADS = 384;
+constexpr int A_BYTES = BM * BK * 2, B_BOX_BYTES = BK * 64 * 2, STAGE_BYTES = A_BYTES + BN / 64 * B_BOX_BYTES;
 
-__device__ inline void mma(float* d, const unsigned* a, const unsigned* b, __half) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-__device__ inline void mma(float* d, const unsigned* a, const unsigned* b, __nv_bfloat16) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-__device__ inline unsigned smem_addr(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
-__device__ inline void ldmatrix_x4(unsigned* r, const void* p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
-}
-__device__ inline void ldmatrix_x4_trans(unsigned* r, const void* p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
-}
+struct alignas(64) TMap { unsigned long long opaque[16]; };            // layout of CUtensorMap
 
-// One 16-byte chunk (8 elements) from global to shared memory, zeros beyond the matrix. Aligned
-// rows go through cp.async (src-size 0 fills zeros); the others element by element.
-template <typename T, bool ALIGNED>
-__device__ inline void load_chunk(T* dst, const T* src, long long row_left, long long cols_left) {
-    if (ALIGNED) {
-        const bool inside = row_left > 0 && cols_left > 0;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-                     :: "r"(smem_addr(dst)), "l"(src), "r"(inside ? 16 : 0));
-    } else {
-        for (int e = 0; e < 8; ++e) dst[e] = (row_left > 0 && e < cols_left) ? src[e] : T(0.0f);
-    }
+
+__device__ inline unsigned smem_u32(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
+__device__ inline void bar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+__device__ inline void bar_wait(unsigned bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+__device__ inline void bar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+__device__ inline void bar_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+// 2-D TMA tile load: box at (c0 = innermost coordinate, c1 = row) into shared memory, completes tx on bar
+__device__ inline void tma_load(unsigned dst, const void* map, int c0, int c1, unsigned bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];" :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
 
-// Swizzled offsets (in elements) of chunk c of row r: the 8 rows one ldmatrix reads land in
-// 8 different bank groups.
-__device__ inline int a_offset(int r, int c) { return r * BK + ((c ^ ((r / (8 / CHUNKS)) % CHUNKS)) << 3); }
-__device__ inline int b_offset(int k, int c) { return k * BN + ((c ^ (k & 7)) << 3); }
+// wgmma shared-memory matrix descriptor, 128-byte swizzle: start, leading / stride byte offsets (>> 4)
+__device__ inline unsigned long long smem_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16
+         | (unsigned long long)(sbo >> 4) << 32 | 1ull << 62;
+}
+// D(64x256, f32) (+)= A(64x16, K-major) * B(16x256, N-major: imm-trans-b = 1); scale_d = 0 overwrites D
+#define WGMMA(TY) asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                  \
+    "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " {@ACC@}, %128, %129, p, 1, 1, 0, 1;\n}\n"    \
+    : @OPS@ : "l"(da), "l"(db), "r"(scale_d))
+typedef unsigned long long u64;
+__device__ inline void wgmma(float* d, u64 da, u64 db, int scale_d, __half) { WGMMA("f16"); }
+__device__ inline void wgmma(float* d, u64 da, u64 db, int scale_d, __nv_bfloat16) { WGMMA("bf16"); }
 
-template <typename T, bool ALIGNED>
+__device__ inline void store2(__half* p, float a, float b) { *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b); }
+__device__ inline void store2(__nv_bfloat16* p, float a, float b) {
+    *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
+}
+
+__device__ inline void tile_origin(int tile, int tiles_m, int tiles_n, int& m0, int& n0) {   // grouped order
+    const int first_m = tile / (GROUP_M * tiles_n) * GROUP_M, size_m = min(tiles_m - first_m, GROUP_M);
+    m0 = (first_m + tile % size_m) * BM;
+    n0 = (tile % (GROUP_M * tiles_n)) / size_m * BN;
+}
+
+// map_a: A (M x K) in boxes of 128 rows x 64 columns; map_b: B (K x N) in boxes of 64 rows x 64 columns.
+template <typename T>
 __global__ void __launch_bounds__(THREADS, 1)
-gemm(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, int M, int N, int K) {
-    extern __shared__ __align__(128) unsigned char smem[];
-    T* As = reinterpret_cast<T*>(smem);                  // STAGES x BM x BK
-    T* Bs = As + STAGES * BM * BK;                       // STAGES x BK x BN
-    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, wm = warp / (BN / WN), wn = warp % (BN / WN);
-
-    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, bid = blockIdx.x;
-    const int first_m = bid / (GROUP_M * tiles_n) * GROUP_M, size_m = min(tiles_m - first_m, GROUP_M);
-    const int m0 = (first_m + bid % size_m) * BM, n0 = (bid % (GROUP_M * tiles_n)) / size_m * BN;
-
-    auto load_stage = [&](int stage, int k0) {
-        for (int id = tid; id < BM * BK / 8; id += THREADS) {
-            const int r = id / CHUNKS, c = id % CHUNKS;
-            load_chunk<T, ALIGNED>(As + stage * BM * BK + a_offset(r, c), A + (long long)(m0 + r) * K + k0 + c * 8,
-                                   M - m0 - r, K - k0 - c * 8);
-        }
-        for (int id = tid; id < BK * BN / 8; id += THREADS) {
-            const int k = id / (BN / 8), c = id % (BN / 8);
-            load_chunk<T, ALIGNED>(Bs + stage * BK * BN + b_offset(k, c), B + (long long)(k0 + k) * N + n0 + c * 8,
-                                   K - k0 - k, N - n0 - c * 8);
-        }
-    };
-
-    float acc[WM / 16][WN / 8][4] = {};
+gemm_tma(const __grid_constant__ TMap map_a, const __grid_constant__ TMap map_b, T* __restrict__ C,
+         int M, int N, int K) {
+    extern __shared__ unsigned char smem[];
+    const unsigned base = (smem_u32(smem) + 1023) & ~1023u;     // swizzle atoms are 8 rows x 128 B = 1024 B
+    const unsigned full = base + STAGES * STAGE_BYTES, empty = full + 8 * STAGES;
+    const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, tiles = tiles_m * tiles_n;
     const int k_tiles = (K + BK - 1) / BK;
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < k_tiles) load_stage(s, s * BK);
-        asm volatile("cp.async.commit_group;");
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            bar_init(full + 8 * s, 1);          // the producer's arrive.expect_tx (+ the TMA bytes)
+            bar_init(empty + 8 * s, 8);         // one arrive per consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    for (int kt = 0; kt < k_tiles; ++kt) {
-        asm volatile("cp.async.wait_group %0;" :: "n"(STAGES - 2));
-        __syncthreads();                                   // stage kt landed; stage kt-1 is free
-        if (kt + STAGES - 1 < k_tiles) load_stage((kt + STAGES - 1) % STAGES, (kt + STAGES - 1) * BK);
-        asm volatile("cp.async.commit_group;");
-        const T* a = As + (kt % STAGES) * BM * BK;
-        const T* b = Bs + (kt % STAGES) * BK * BN;
+    __syncthreads();
+
+    if (wg == 0) {                                                   // producer warpgroup
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (tid != 0) return;
+        asm volatile("prefetch.tensormap [%0];" :: "l"(&map_a) : "memory");
+        asm volatile("prefetch.tensormap [%0];" :: "l"(&map_b) : "memory");
+        int s = 0;
+        unsigned phase = 0;
+        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            int m0, n0;
+            tile_origin(tile, tiles_m, tiles_n, m0, n0);
+            for (int kt = 0; kt < k_tiles; ++kt) {
+                bar_wait(empty + 8 * s, phase ^ 1);                  // passes at once on a fresh barrier
+                const unsigned stage = base + s * STAGE_BYTES, bar = full + 8 * s;
+                bar_expect_tx(bar, STAGE_BYTES);                     // out-of-bounds parts count too (zero-filled)
+                tma_load(stage, &map_a, kt * BK, m0, bar);
 #pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-            unsigned af[WM / 16][4], bf[WN / 8][2];
-#pragma unroll
-            for (int i = 0; i < WM / 16; ++i)
-                ldmatrix_x4(af[i], a + a_offset(wm * WM + i * 16 + lane % 16, kk * 2 + lane / 16));
-#pragma unroll
-            for (int j = 0; j < WN / 16; ++j) {
-                unsigned r[4];
-                ldmatrix_x4_trans(r, b + b_offset(kk * 16 + lane % 16, (wn * WN + j * 16) / 8 + lane / 16));
-                bf[2 * j][0] = r[0]; bf[2 * j][1] = r[1]; bf[2 * j + 1][0] = r[2]; bf[2 * j + 1][1] = r[3];
+                for (int j = 0; j < BN / 64; ++j)
+                    tma_load(stage + A_BYTES + j * B_BOX_BYTES, &map_b, n0 + 64 * j, kt * BK, bar);
+                if (++s == STAGES) { s = 0; phase ^= 1; }
             }
+        }
+    } else {                                                         // consumer warpgroups 1, 2
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        const int c = wg - 1, warp = tid / 32, lane = tid % 32;
+        float d[128];
+        int s = 0;
+        unsigned phase = 0;
+        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            int m0, n0;
+            tile_origin(tile, tiles_m, tiles_n, m0, n0);
+            int prev = -1;
+            for (int kt = 0; kt < k_tiles; ++kt) {
+                bar_wait(full + 8 * s, phase);
+                const unsigned a = base + s * STAGE_BYTES + c * (64 * BK * 2), b = base + s * STAGE_BYTES + A_BYTES;
+                asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-            for (int i = 0; i < WM / 16; ++i)
+                for (int kk = 0; kk < BK / 16; ++kk)                 // K-major A: +32 B; N-major B: +16 rows
+                    wgmma(d, smem_desc(a + 32 * kk, 16, 1024), smem_desc(b + 2048 * kk, B_BOX_BYTES, 1024),
+                          kt > 0 || kk > 0, T());
+                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+                asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");   // the previous stage is read
+                if (prev >= 0 && lane == 0) bar_arrive(empty + 8 * prev);
+                prev = s;
+                if (++s == STAGES) { s = 0; phase ^= 1; }
+            }
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            if (prev >= 0 && lane == 0) bar_arrive(empty + 8 * prev);
+            if (k_tiles == 0)
 #pragma unroll
-                for (int j = 0; j < WN / 8; ++j) mma(acc[i][j], af[i], bf[j], T());
+                for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+            // d[4j + {0,1}]: row 16 warp + lane / 4, columns 8j + 2 (lane % 4) + {0,1}; d[4j + {2,3}]: row + 8
+            const int row = m0 + 64 * c + 16 * warp + lane / 4;
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+                const int col = n0 + 8 * j + 2 * (lane % 4);         // N is even: col < N covers col + 1
+                if (col >= N) continue;
+                if (row < M) store2(C + (long long)row * N + col, d[4 * j], d[4 * j + 1]);
+                if (row + 8 < M) store2(C + (long long)(row + 8) * N + col, d[4 * j + 2], d[4 * j + 3]);
+            }
         }
     }
-    asm volatile("cp.async.wait_group 0;");
-
-#pragma unroll
-    for (int i = 0; i < WM / 16; ++i)
-#pragma unroll
-        for (int j = 0; j < WN / 8; ++j)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int row = m0 + wm * WM + i * 16 + lane / 4 + h * 8, col = n0 + wn * WN + j * 8 + 2 * (lane % 4);
-                if (row >= M) continue;
-                if (col < N) C[(long long)row * N + col] = T(acc[i][j][2 * h]);
-                if (col + 1 < N) C[(long long)row * N + col + 1] = T(acc[i][j][2 * h + 1]);
-            }
 }
-"""
+}  // namespace hopper
+""".replace("@ACC@", _ACC).replace("@OPS@", _OPS)
+SOURCE = ampere.SOURCE + HOPPER_SOURCE      # both kernels: kernel_name(case) picks one
 
-# best of eight tile shapes measured on the H100 (8192^3 bf16: 43.5% of cuBLAS; 128x256x32 at 4 stages 39.7%)
-BM, BN, BK, STAGES, THREADS = 128, 256, 64, 3, 256
+BM, BN, BK, STAGES, THREADS = 128, 256, 64, 4, 384
+SMEM_BYTES = STAGES * (BM * BK + BK * BN) * 2 + 1024 + 16 * STAGES    # + 1024-byte alignment slack + mbarriers
 
 
 def supports(case):
-    if case.dtype == "float32":
-        return "tensor cores have no IEEE float32 product (TF32 would fail the float32 check)"
-    return None
+    return ampere.supports(case)
+
+
+def _hopper(case):
+    """TMA needs 16-byte row pitches: K and N multiples of 8 (cupy allocations are 256-byte aligned);
+    matrices smaller than one TMA box (M < 128, K < 64, N < 64) take the mma.sync kernel too."""
+    s = case.shape
+    return s["K"] % 8 == 0 and s["N"] % 8 == 0 and s["M"] >= BM and s["K"] >= BK and s["N"] >= 64
 
 
 def kernel_name(case):
-    aligned = case.shape["K"] % 8 == 0 and case.shape["N"] % 8 == 0    # 16-byte rows for cp.async
-    return f"gemm<{CXX_TYPE[case.dtype]}, {str(aligned).lower()}>"
+    if not _hopper(case):
+        return ampere.kernel_name(case)
+    return f"hopper::gemm_tma<{CXX_TYPE[case.dtype]}>"
+
+
+def tensor_maps(a, b):
+    """A in boxes of BM x BK, B in boxes of BK x 64 (128-byte rows: the swizzle's width)."""
+    from cuda.core._tensor_map import TensorMapL2Promotion, TensorMapSwizzle   # enums not re-exported
+    from cuda.core.utils import StridedMemoryView
+
+    def tmap(x, box):       # box in row-major order (rows, columns); dtype inferred (uint16 / float16)
+        view = StridedMemoryView.from_any_interface(x, stream_ptr=-1)
+        return view.as_tensor_map(box_dim=box, swizzle=TensorMapSwizzle.SWIZZLE_128B,
+                                  l2_promotion=TensorMapL2Promotion.L2_256B)
+    return tmap(a, (BM, BK)), tmap(b, (BK, 64))
 
 
 def build(case, inputs, outputs, stream):
+    if not _hopper(case):
+        return ampere.build(case, inputs, outputs, stream)
     from cuda.bindings import driver
     from cuda.core import Device
     a, b, c = inputs["a"], inputs["b"], outputs["c"]
     (m, k), n = a.shape, b.shape[1]
+    if device_arch() != "sm_90":
+        raise RuntimeError(f"wgmma/setmaxnreg need sm_90a, device is {device_arch()}")
     name = kernel_name(case)
-    kernel = compile_cubin(SOURCE, name, device_arch()).get_kernel(name)
-    smem = STAGES * (BM * BK + BK * BN) * a.dtype.itemsize
+    kernel = compile_cubin(SOURCE, name, "sm_90a").get_kernel(name)
+    dev = Device()
     err, = driver.cuKernelSetAttribute(driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                       smem, kernel.handle, Device().device_id)
+                                       SMEM_BYTES, kernel.handle, dev.device_id)
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuKernelSetAttribute(max dynamic shared memory = {smem}): {err}")
-    config = LaunchConfig(grid=-(-m // BM) * -(-n // BN), block=THREADS, shmem_size=smem)
-    args = (a.data.ptr, b.data.ptr, c.data.ptr, np.int32(m), np.int32(n), np.int32(k))
+        raise RuntimeError(f"cuKernelSetAttribute(max dynamic shared memory = {SMEM_BYTES}): {err}")
+    maps = tensor_maps(a, b)
+    tiles = -(-m // BM) * -(-n // BN)
+    config = LaunchConfig(grid=max(1, min(tiles, dev.properties.multiprocessor_count)), block=THREADS,
+                          shmem_size=SMEM_BYTES)     # persistent: at most one CTA per SM
+    args = (*maps, c.data.ptr, np.int32(m), np.int32(n), np.int32(k))
 
     def run():
         launch(stream, config, kernel, *args)
