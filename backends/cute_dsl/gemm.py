@@ -272,13 +272,14 @@ def operand_views(a, b, c):
             c.as_strided((m, n, 1), (n, 1, m * n)))
 
 
-def compile_case(case, inputs, outputs, variant, options=""):
+def compile_case(case, inputs, outputs, variant, options="", **knobs):
+    """`knobs`: HopperGemm's (tile_mn, cluster_mn, swizzle, ...), default TILE_MN and CLUSTER_MN."""
     views = operand_views(inputs["a"], inputs["b"], outputs["c"])
     tensors = [as_cute(t, variant) for t in views]
-    kernel = HopperGemm(TILE_MN, CLUSTER_MN)
+    kernel = HopperGemm(**{"tile_mn": TILE_MN, "cluster_mn": CLUSTER_MN, **knobs})
     return compile_once(kernel, tensors, variant, options), tensors
 
 
-def build(case, inputs, outputs, stream, variant):
-    compiled, tensors = compile_case(case, inputs, outputs, variant)
+def build(case, inputs, outputs, stream, variant, **knobs):
+    compiled, tensors = compile_case(case, inputs, outputs, variant, **knobs)
     return launcher(compiled, tensors, operand_views(inputs["a"], inputs["b"], outputs["c"]), stream, variant)

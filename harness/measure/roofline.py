@@ -44,8 +44,7 @@ def apply(doc: dict) -> None:
     for r in doc["records"]:
         t = r.get("timing")
         if r["status"] == "ok" and t and t.get("engine") != "host-timer" and not t.get("device_ms_cold"):
-            t["suspect"] = ("the GPU timer saw no time on the lab's stream: the work ran on another stream, "
-                            "or not at all")
+            t["suspect"] = no_cold_time(t)
             continue
         a = achieved(r) if r["status"] == "ok" and t else None
         if not a:
@@ -91,3 +90,12 @@ def suspect(roofline: str, t: dict) -> str | None:
         return (f"{t['pct_of_peak']:.0f}% of the copy measured in the same run: a kernel that moves these bytes "
                 "cannot beat it by that much")
     return None
+
+
+def no_cold_time(t: dict) -> str:
+    """Why a timed record has no cold figure."""
+    cold, clock = t.get("cold") or {}, (t.get("sustained") or {}).get("sm_clock_mhz")
+    if cold.get("stopped_by") == "timeout" and not cold.get("samples"):
+        return ("no cold sample before the timeout: samples taken below 75% of the maximum SM clock are "
+                "dropped as throttled" + (f" (back to back it ran at {clock:.0f} MHz)" if clock else ""))
+    return "the GPU timer saw no time on the lab's stream: the work ran on another stream, or not at all"
