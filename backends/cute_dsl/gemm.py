@@ -280,6 +280,6 @@ def compile_case(case, inputs, outputs, variant, options="", **knobs):
     return compile_once(kernel, tensors, variant, options), tensors
 
 
-def build(case, inputs, outputs, stream, variant, **knobs):
+def build(case, inputs, outputs, stream, variant="", **knobs):
     compiled, tensors = compile_case(case, inputs, outputs, variant, **knobs)
     return launcher(compiled, tensors, operand_views(inputs["a"], inputs["b"], outputs["c"]), stream, variant)
