@@ -35,7 +35,9 @@ from cutlass.tensor_utils import LayoutEnum
 
 from backends.cute_dsl import as_cute, compile_once, launcher
 
-TILE_MN, CLUSTER_MN = (128, 256), (1, 1)
+# tools/knob_sweep.py on the H100 (reports/h100/hopper-gemm/): 8192^3 bf16 104.4% of cuBLAS, fp16 102.4%,
+# 4096^3 98.4% (1x1 cluster, default order: 98.7 / 94.6 / 97.4%)
+TILE_MN, CLUSTER_MN, ORDER = (128, 256), (2, 1), {"swizzle": 8, "raster_along_m": True}
 WG = 128  # threads per warpgroup
 
 
@@ -276,7 +278,7 @@ def compile_case(case, inputs, outputs, variant, options="", **knobs):
     """`knobs`: HopperGemm's (tile_mn, cluster_mn, swizzle, ...), default TILE_MN and CLUSTER_MN."""
     views = operand_views(inputs["a"], inputs["b"], outputs["c"])
     tensors = [as_cute(t, variant) for t in views]
-    kernel = HopperGemm(**{"tile_mn": TILE_MN, "cluster_mn": CLUSTER_MN, **knobs})
+    kernel = HopperGemm(**{"tile_mn": TILE_MN, "cluster_mn": CLUSTER_MN, **ORDER, **knobs})
     return compile_once(kernel, tensors, variant, options), tensors
 
 

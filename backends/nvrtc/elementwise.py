@@ -75,16 +75,19 @@ class Plan(NamedTuple):
     per_sm: int = 8     # stride: blocks an SM
 
 
-BEST = Plan("stride")
+# tools/knob_sweep.py on the H100 (reports/h100/hopper-gemm/sweeps/): fp32 98.8% of the copy (grid-stride
+# 95.1-96.9%), fp16 98.3%; all chunk shapes within 1.5% of each other
+BEST = {"float32": Plan("chunks", 128, 8), "float16": Plan("chunks", 512, 8), "bfloat16": Plan("chunks", 512, 8)}
 
 
-def kernel_name(case, plan=BEST):
-    t = CXX_TYPE[case.dtype]
+def kernel_name(case, plan=None):
+    plan, t = plan or BEST[case.dtype], CXX_TYPE[case.dtype]
     return f"axpy<{t}>" if plan.kind == "stride" else f"axpy_chunks<{t}, {plan.vpt}>"
 
 
-def build(case, inputs, outputs, stream, plan=BEST):
+def build(case, inputs, outputs, stream, plan=None):
     from cuda.core import Device
+    plan = plan or BEST[case.dtype]
     x, y, z = inputs["x"], inputs["y"], outputs["z"]
     n = x.shape[0]
     name = kernel_name(case, plan)

@@ -12,12 +12,14 @@ from harness.run.registry import Impl
 
 
 def measure(impl: Impl, scratch: Path, log: Path, repeats: int, timeout: float, lane_env: dict,
-            ahead_of_time: bool = False) -> dict:
+            ahead_of_time: bool = False, case: str | None = None) -> dict:
     """Medians of `repeats` cold and `repeats` warm processes (build, first call, the tool's import),
-    and every sample; {"case", "error", ...} where a process failed."""
+    and every sample; {"case", "error", ...} where a process failed. `case`: time this case instead
+    of the problem's compile case."""
     backend = backends.get(impl.backend)
     args = ["compile", "--backend", impl.backend, "--variant", impl.variant, "--problem", impl.problem]
     args += ["--export"] if ahead_of_time else []
+    args += ["--case", case] if case else []
     cold, warm, first_calls, imports, parts, case = [], [], [], [], {}, None
     paths = backend.search_paths(impl.variant)
 

@@ -238,11 +238,13 @@ def export_all(args) -> int:
 
 def compile_once(args) -> int:
     """Time build() and the first call in this (fresh) process, on the problem's compile case or
-    else its first test case the implementation takes; print one JSON line. With --export, time
+    else its first test case the implementation takes (or on --case); print one JSON line. With --export, time
     the ahead-of-time compile of that case instead (no GPU: nothing runs)."""
     problem = problems.get(args.problem)
     tests = [c for c in problem.cases() if c.kind == "test"]
     candidates = sorted(tests, key=lambda c: c.name != problem.compile_case_name)
+    if args.case:
+        candidates = [problem.case(args.case)]
     if args.export:
         backend = aot_backend(args.backend, args.variant)
         module = backends.implementation(backend.name, problem.name)
@@ -288,6 +290,7 @@ def main(argv=None) -> int:
         p.add_argument("--backend", required=True)
         p.add_argument("--variant", default="")
     c.add_argument("--export", action="store_true", help="time the ahead-of-time compile (no GPU)")
+    c.add_argument("--case", help="this case instead of the problem's compile case")
     for p in (c, e):
         p.add_argument("--problem", required=True)
     r.add_argument("--items", required=True)
