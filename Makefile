@@ -16,6 +16,9 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
+	# nvrtc[cutlass]: CUTLASS's C++ headers only; the wheel's Python deps (cuda-python, scipy, ...) are
+	# not used and would move cuda-bindings back a release
+	$(PY) -m pip install -q --no-deps nvidia-cutlass==4.2.0.0
 	touch $@
 
 test: $(VENV)/.installed

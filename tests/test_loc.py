@@ -55,3 +55,14 @@ def test_backend_private_helpers_count_in_each_file_that_imports_them():
     helper = count_file(path.parent / "_common.py")
     assert count_implementation(path).total == count_file(path).total + helper.total
     assert count_implementation(path).kernel >= helper.kernel > 0
+
+
+def test_a_variant_with_a_module_of_its_own_counts_that_module():
+    from backends import source_path
+    from harness.measure.loc import count_implementation, private_imports
+    path = source_path("nvrtc", "gemm")
+    own = path.parent / "_gemm_cutlass.py"
+    assert path.parent / "_mma_sync_gemm.py" in private_imports(path)      # `from backends.nvrtc import _x`
+    assert count_implementation(path, "cutlass").total == count_file(own).total
+    helper = count_file(path.parent / "_mma_sync_gemm.py")
+    assert count_implementation(path).total == count_file(path).total + helper.total

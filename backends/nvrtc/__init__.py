@@ -10,14 +10,24 @@ from backends.base import Backend, Unavailable, cupy_overwrite
 class Nvrtc(Backend):
     family = "C++"
     extra = "nvrtc"
-    distributions = ("cuda-core", "cuda-bindings", "nvidia-cuda-nvrtc", "nvidia-cuda-cccl", "cupy-cuda13x")
+    distributions = ("cuda-core", "cuda-bindings", "nvidia-cuda-nvrtc", "nvidia-cuda-cccl", "cupy-cuda13x",
+                     "nvidia-cutlass")
     aot_target = "sm_90a"         # without a GPU (CI) each test case is still compiled, for the H100 (wgmma: "a")
 
+    def variants_of(self, problem):
+        return ("", "cutlass") if problem == "gemm" else ("",)
+
     def modules(self, variant):
-        return ("cuda.core", "cupy")
+        return ("cuda.core", "cupy") + (("cutlass_library",) if variant == "cutlass" else ())
 
     def aot_modules(self, variant):
-        return ("cuda.core",)
+        return ("cuda.core",) + (("cutlass_library",) if variant == "cutlass" else ())
+
+    def supports(self, problem, case, variant):
+        if variant == "cutlass":       # its restrictions (TMA pitches, no float32) are not gemm.py's
+            from backends.nvrtc import _gemm_cutlass
+            return _gemm_cutlass.supports(case)
+        return None
 
     def load(self, variant):
         from cuda.core import Device
@@ -42,6 +52,9 @@ class Nvrtc(Backend):
         return Stream.from_handle(handle)
 
     def export(self, problem, case, variant):
+        if variant == "cutlass":       # CUTLASS's GEMM: its own include dir and -default-device
+            from backends.nvrtc import _gemm_cutlass
+            return _gemm_cutlass.export_cubin(case, self.aot_target)
         from backends import implementation
         module = implementation(self.name, problem)
         return bytes(compile_cubin(module.SOURCE, module.kernel_name(case), self.aot_target).code)
@@ -50,18 +63,23 @@ class Nvrtc(Backend):
 CXX_TYPE = {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16"}
 
 
-def compile_cubin(source: str, name: str, arch: str):
+def compile_cubin(source: str, name: str | tuple[str, ...], arch: str, include_path=(), default_device=False):
     """`source` compiled by NVRTC to a cubin for `arch` (e.g. "sm_90"), with the template
-    instance `name` made available; the CUDA runtime headers (cuda_bf16.h, ...) and the CCCL
-    headers (CUB) on the include path."""
+    instance `name` (or each of a tuple of them) made available; `include_path` (e.g. CUTLASS's
+    headers) and then the CUDA runtime headers (cuda_bf16.h, ...) and the CCCL headers (CUB) on the
+    include path. `default_device` (nvrtc -default-device) makes unannotated functions device
+    functions: CUTLASS's headers need it under NVRTC (unannotated constexpr helpers, and its
+    unannotated Params-building code must run in a kernel)."""
     from cuda.core import Program, ProgramOptions
     from cuda.pathfinder import find_nvidia_header_directory
     headers = {lib: find_nvidia_header_directory(lib) for lib in ("cudart", "cccl")}
     missing = [lib for lib, path in headers.items() if path is None]
     if missing:
         raise Unavailable(f"no {' or '.join(missing)} headers found (pip install '.[nvrtc]', or set CUDA_HOME)")
-    options = ProgramOptions(std="c++17", arch=arch, include_path=list(headers.values()))
-    return Program(source, "c++", options=options).compile("cubin", name_expressions=(name,))
+    options = ProgramOptions(std="c++17", arch=arch, include_path=[*include_path, *headers.values()],
+                             device_as_default_execution_space=default_device)
+    names = (name,) if isinstance(name, str) else tuple(name)
+    return Program(source, "c++", options=options).compile("cubin", name_expressions=names)
 
 
 def device_arch() -> str:

@@ -8,6 +8,8 @@ consumers store the last one from registers (guarded stores). TMA zero-fills row
 beyond M, N and K. TMA needs 16-byte row pitches (K and N multiples of 8); those shapes, and
 matrices smaller than one TMA box, take the mma.sync kernel (_mma_sync_gemm.py).
 
+Variant "cutlass": the same GEMM from CUTLASS's C++ templates (_gemm_cutlass.py).
+
 The tensor maps are cuda.core TensorMapDescriptors (StridedMemoryView.as_tensor_map), which
 `launch` passes by value: the kernel takes them as `const __grid_constant__` parameters."""
 import numpy as np
@@ -197,7 +199,10 @@ def tensor_maps(a, b):
     return tmap(a, (BM, BK)), tmap(b, (BK, 64))
 
 
-def build(case, inputs, outputs, stream):
+def build(case, inputs, outputs, stream, variant=""):
+    if variant == "cutlass":            # CUTLASS's own kernel, instantiated from its C++ templates
+        from backends.nvrtc import _gemm_cutlass
+        return _gemm_cutlass.build(case, inputs, outputs, stream)
     if not _hopper(case):
         return ampere.build(case, inputs, outputs, stream)
     from cuda.bindings import driver

@@ -34,10 +34,14 @@ def count_file(path: str | Path) -> Loc:
     return count_source(Path(path).read_text())
 
 
-def count_implementation(path: str | Path) -> Loc:
-    """An implementation file plus the backend-private modules (`_name.py` beside it) it imports:
-    helpers shared by a backend's files count once in each file that uses them."""
+def count_implementation(path: str | Path, variant: str = "") -> Loc:
+    """An implementation file plus the backend-private modules (`_name.py` beside it) it imports at
+    its top level: helpers shared by a backend's files count once in each file that uses them. A
+    variant with a module of its own (`_<problem>_<variant>.py`, to which the file only hands the
+    build) counts as that module and its own private imports."""
     path = Path(path)
+    own = variant_modules(path, (variant,) if variant else ())
+    path = own[0] if own else path
     total = count_file(path)
     for helper in private_imports(path):
         extra = count_file(helper)
@@ -46,14 +50,23 @@ def count_implementation(path: str | Path) -> Loc:
 
 
 def private_imports(path: Path) -> list[Path]:
+    """Backend-private modules imported at the top of `path`: `from backends.x._name import ...` or
+    `from backends.x import _name`."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.ImportFrom) and node.module:
             last = node.module.rsplit(".", 1)[-1]
-            candidate = path.parent / f"{last}.py"
-            if last.startswith("_") and candidate.is_file() and candidate not in found:
-                found.append(candidate)
+            names = [last] if last.startswith("_") else [a.name for a in node.names if a.name.startswith("_")]
+            for name in names:
+                candidate = path.parent / f"{name}.py"
+                if candidate.is_file() and candidate not in found:
+                    found.append(candidate)
     return found
+
+
+def variant_modules(path: Path, variants) -> list[Path]:
+    """The variants' own modules beside `path` (`_gemm_cutlass.py` for gemm.py's variant "cutlass")."""
+    return [f for f in (path.parent / f"_{path.stem}_{v}.py" for v in variants) if f.is_file()]
 
 
 def count_source(source: str) -> Loc:

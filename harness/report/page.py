@@ -148,7 +148,8 @@ def _sources(problem: str, rows: list[dict], formatter) -> str:
             lines.append(f"{label}: compile {fmt(s['compile'].get('cold_s'))} s cold / "
                          f"{fmt(s['compile'].get('warm_s'))} s warm; best {fmt(s['best_pct'], '.1f')}% of peak")
         size = loc.count_implementation(path)
-        files = [path, *loc.private_imports(path)]
+        variants = [label.split("[")[1].split("]")[0] for label in labels if "[" in label.split(" @ ")[0]]
+        files = [path, *loc.private_imports(path), *loc.variant_modules(path, variants)]
         code = "".join(f"<div class=file>{html.escape(str(f.relative_to(ROOT)))}</div>"
                        + highlight(f.read_text(), PythonLexer(), formatter) for f in files)
         cards.append(f"<div class=source><header><b>{html.escape(backend)}</b> · {size.total} LOC "

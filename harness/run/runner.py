@@ -238,7 +238,7 @@ class Run:
 
     def _emit(self, writer, rec: dict) -> None:
         if rec.get("loc") is None:
-            count = loc.count_implementation(backends.source_path(rec["backend"], rec["problem"]))
+            count = loc.count_implementation(backends.source_path(rec["backend"], rec["problem"]), rec["variant"])
             rec["loc"] = {"total": count.total, "kernel": count.kernel, "host": count.host}
         if rec.get("work") is None:
             problem = problems.get(rec["problem"])
