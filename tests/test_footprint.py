@@ -27,3 +27,18 @@ def test_footprint_of_the_cpu_extra_reaches_the_scorecard(tmp_path):
     assert row["packages"] == measured["packages"]
     if measured["download_bytes"]:
         assert row["install MB"] == measured["download_bytes"] / 1e6
+
+
+def test_recorded_installed_size_and_not_applicable_reasons_reach_the_scorecard():
+    """The committed footprint (tools/footprint.py --install for the extras small enough to install)
+    gives the installed size; the not-applicable reasons of the records say what a tool does not take."""
+    recorded = json.loads((ROOT / "reports/footprint/linux-x86_64-cp311.json").read_text())
+    installed = {e: v["installed_bytes"] for e, v in recorded["extras"].items() if v.get("installed_bytes")}
+    assert installed, "no extra's installed size recorded"
+    doc = json.loads((ROOT / "reports/h100/full/results.json").read_text())
+    doc["footprint"] = recorded
+    rows = {r["implementation"]: r for r in scorecard.rows(doc)}
+    assert rows["nvrtc"]["installed MB"] == installed["nvrtc"] / 1e6
+    assert any("float32" in reason for reason in rows["cute_dsl"]["not applicable"])
+    numpy_reasons = rows["array_api[numpy]"]["not applicable"]
+    assert numpy_reasons and all("NumPy" in r and "float16" in r for r in numpy_reasons)

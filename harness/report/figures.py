@@ -186,8 +186,9 @@ def scorecard(doc: dict, out: Path) -> list[Path]:
     rows = [r for r in card.rows(doc) if r["per problem"] or r["compile cold s"] is not None]
     problems_seen = sorted({p for r in rows for p in r["per problem"]})
     columns = [(f"% peak {p}", lambda r, p=p: r["per problem"].get(p), True) for p in problems_seen] + \
-        [(name, lambda r, n=name: r[n], False) for name in ("install MB", "import s", "compile cold s",
-                                                               "compile warm s", "first call s", "launch µs", "LOC")]
+        [(name, lambda r, n=name: r[n], False) for name in ("install MB", "installed MB", "import s",
+                                                               "compile cold s", "compile warm s", "first call s",
+                                                               "launch µs", "LOC")]
     if not rows:
         return []
     plt = _plt()

@@ -48,6 +48,7 @@ def rows(doc: dict) -> list[dict]:
         out.append({
             "implementation": label,
             "install MB": fp["download_bytes"] / 1e6 if fp.get("download_bytes") else None,
+            "installed MB": fp["installed_bytes"] / 1e6 if fp.get("installed_bytes") else None,
             "packages": fp.get("packages"),
             "best % of peak": max(best.values()) if best else None,
             "per problem": best,
@@ -59,6 +60,8 @@ def rows(doc: dict) -> list[dict]:
             "launch µs": statistics.median(launches) if launches else None,
             "LOC": sum(v for v in loc.values() if v) or None,
             "dtypes": sorted({r["dtype"] for r in recs if r["status"] in ("ok", "compile_only")}),
+            "not applicable": sorted({f"{r['problem']}: {r['reason']}" for r in recs
+                                      if r["status"] == "not_applicable" and r.get("reason")}),
             "ahead of time": backend.aot_target or "no",
             "min compute capability": ".".join(map(str, backend.min_compute_capability)),
             "min driver CUDA": ".".join(map(str, backend.min_driver_cuda)),
@@ -71,9 +74,11 @@ NOTE = ("Per implementation: best % of peak (cold) per problem, the longest impo
         "process), cold / warm compile and first call over its problems, the median launch overhead, LOC summed "
         "over its problems, the dtypes whose cases passed, and what the backend declares; the licence is read from "
         "the packages installed where this report was made (blank: not installed there); install MB (download) "
-        "and packages: pip's resolution of the backend's extra (tools/footprint.py, given with --footprint; they "
-        "include the lab's own few dependencies).")
-TEXT_COLUMNS = ("dtypes", "ahead of time", "min cc", "min driver", "licence")
+        "and packages: pip's resolution of the backend's extra, installed MB: the same installed in a fresh "
+        "environment and measured on disk (tools/footprint.py, given with --footprint; they include the lab's "
+        "own few dependencies; blank: not measured); not applicable: the reasons its cases gave (the dtypes and "
+        "shapes it does not take).")
+TEXT_COLUMNS = ("dtypes", "ahead of time", "min cc", "min driver", "licence", "not applicable")
 
 
 def table(doc: dict) -> tuple[list[str], list[list[str]], int]:
@@ -83,13 +88,15 @@ def table(doc: dict) -> tuple[list[str], list[list[str]], int]:
         return "" if v is None else format(v, spec)
     rows_ = rows(doc)
     problems_seen = sorted({p for r in rows_ for p in r["per problem"]})
-    numeric = [*(f"% peak {p}" for p in problems_seen), "install MB", "packages", "import s", "compile cold s",
+    numeric = [*(f"% peak {p}" for p in problems_seen), "install MB", "installed MB", "packages", "import s",
+               "compile cold s",
                "compile warm s", "first call s", "launch µs", "LOC"]
     body = [[r["implementation"], *(num(r["per problem"].get(p), ".1f") for p in problems_seen),
-             num(r["install MB"]), num(r["packages"], "d"), num(r["import s"]), num(r["compile cold s"]),
+             num(r["install MB"]), num(r["installed MB"]), num(r["packages"], "d"), num(r["import s"]),
+             num(r["compile cold s"]),
              num(r["compile warm s"]), num(r["first call s"]), num(r["launch µs"]), num(r["LOC"], "d"),
              ", ".join(r["dtypes"]), r["ahead of time"], r["min compute capability"], r["min driver CUDA"],
-             r["licence"]] for r in rows_]
+             r["licence"], "; ".join(r["not applicable"])] for r in rows_]
     return ["implementation", *numeric, *TEXT_COLUMNS], body, len(numeric)
 
 
