@@ -5,7 +5,9 @@ figures, probe.json, still are): nvrtc GEMM tile variants, CuTe DSL GEMM configu
 and the example's persistent variant), and CuTe DSL launch overhead with and without TVM-FFI.
 Needs scratch/cdsl/dense_gemm_persistent_lab.py: CUTLASS's examples/python/CuTeDSL/cute/hopper/kernel/
 dense_gemm/dense_gemm_persistent.py with BFloat16 added to is_valid_dtypes (as PR NVIDIA/cutlass#3648).
-Event timing after 0.5 s of warm-up, median of 30, no L2 flush. Writes $OUT/probe_s3.json."""
+Event timing after 0.5 s of warm-up, median of 30, no L2 flush. Writes $OUT/probe_s3.json.
+Its cute part imports backends/cute_dsl/_hopper_gemm.py (CUTLASS's example as the lab then vendored
+it), removed for issue 19: run that part from a checkout of commit 57129c1."""
 import json, os, re, statistics, sys, time
 sys.path.insert(0, os.getcwd()); sys.path.insert(0, os.path.join(os.getcwd(), "scratch", "cdsl"))
 import numpy as np
