@@ -21,16 +21,12 @@ def halves(dtype, plan):
     """(loads-only kernel, execute-only kernel) for `plan`, with the MM of the lab's kernel."""
     import numpy as np
     from numba import cuda
-    from nvmath.device import Matmul
     from nvmath.device.common import clear, copy, copy_fragment, copy_wait, make_tensor
+
+    from backends.nvmath_device.segreduce import gemv_matmul
     T = np.dtype(dtype).type
     tm, tk = plan.rows, plan.cols
-    MM = Matmul(size=(tm, 1, tk), precision=(T, T, np.float32), data_type="real",
-                arrangement=("row_major", "row_major", "row_major"), execution="Block",
-                block_size=plan.block, static_block_dim=True)
-    smem_a = MM.suggest_layout_smem_a() if plan.suggested else MM.get_layout_smem_a()
-    smem_b = MM.suggest_layout_smem_b() if plan.suggested else MM.get_layout_smem_b()
-    rmem_c = MM.suggest_layout_rmem_c() if plan.suggested else MM.get_layout_rmem_c()
+    MM, smem_a, smem_b, rmem_c = gemv_matmul(dtype, plan)
     a_size, b_size, c_size = smem_a.cosize, smem_b.cosize, rmem_c.cosize
 
     @cuda.jit
@@ -66,12 +62,8 @@ def halves(dtype, plan):
 
 
 def probe(case_name: str, once: bool) -> list[dict]:
-    from numba import cuda
-
-    from backends.nvmath_device._tiles import compiled_with_smem, padded
-    import numpy as np
-
-    from backends.nvmath_device.segreduce import BEST, LONG
+    from backends.nvmath_device._tiles import compiled_with_smem
+    from backends.nvmath_device.segreduce import operands, plan_for
     from harness.run.session import Session
     from tools.sweep import build_and_check, pct_of_reference, reference_ms, timed
     prob = problems.get("segreduce")
@@ -79,13 +71,11 @@ def probe(case_name: str, once: bool) -> list[dict]:
     s = Session("nvmath_device", "")
     arrays = s.arrays(prob, case, 0)
     x = arrays[1]["x"]
-    plan = BEST["long" if x.shape[1] >= LONG else "short"]
+    plan = plan_for(x.shape[1])
     ref = None if once else reference_ms("segreduce", case, s, {})[1]
     full, _ = build_and_check(s, "segreduce", case, arrays, {"plan": plan})
     loads, execute, smem = halves(case.dtype, plan)
-    x_p = padded(x, (plan.rows, plan.cols * plan.splits))
-    ones = cuda.to_device(np.ones((plan.cols, 1), dtype=x.dtype))
-    y_p = cuda.device_array((x_p.shape[0], plan.splits), dtype="float32")
+    x_p, ones, y_p = operands(x, case.dtype, plan)
     grid = (x_p.shape[0] // plan.rows, plan.splits)
     runs = {"kernel": full}
     for name, kernel in (("loads", loads), ("execute", execute)):

@@ -30,16 +30,35 @@ LONG = 4096             # rows at least this long take BEST["long"]
 BEST = {"long": Plan(64, 128, 256, 1, True, 4), "short": Plan(32, 64, 128, 1)}        # tools/nvmath_sweep.py on an H100
 
 
+def plan_for(cols: int) -> Plan:
+    return BEST["long" if cols >= LONG else "short"]
+
+
+@functools.cache
+def gemv_matmul(dtype, plan):
+    """cuBLASDx's block GEMV for `plan` and the layouts the kernel puts it on: (MM, smem_a, smem_b, rmem_c)."""
+    T = np.dtype(dtype).type
+    MM = Matmul(size=(plan.rows, 1, plan.cols), precision=(T, T, np.float32), data_type="real",
+                arrangement=("row_major", "row_major", "row_major"), execution="Block",
+                block_size=plan.block, static_block_dim=True)
+    if plan.suggested:
+        return MM, MM.suggest_layout_smem_a(), MM.suggest_layout_smem_b(), MM.suggest_layout_rmem_c()
+    return MM, MM.get_layout_smem_a(), MM.get_layout_smem_b(), MM.get_layout_rmem_c()
+
+
+def operands(x, dtype, plan):
+    """What the kernel takes besides X's own array: X zero-padded to whole slices (X itself when it
+    fits), the column of ones, and the (rows, splits) partial sums."""
+    x_p = padded(x, (plan.rows, plan.cols * plan.splits))
+    ones = cuda.to_device(np.ones((plan.cols, 1), dtype=np.dtype(dtype)))
+    return x_p, ones, cuda.device_array((x_p.shape[0], plan.splits), dtype=np.float32)
+
+
 @functools.cache
 def gemv_kernel(dtype, plan):
     T = np.dtype(dtype).type
     tm, tk = plan.rows, plan.cols
-    MM = Matmul(size=(tm, 1, tk), precision=(T, T, np.float32), data_type="real",
-                arrangement=("row_major", "row_major", "row_major"), execution="Block",
-                block_size=plan.block, static_block_dim=True)
-    smem_a = MM.suggest_layout_smem_a() if plan.suggested else MM.get_layout_smem_a()
-    smem_b = MM.suggest_layout_smem_b() if plan.suggested else MM.get_layout_smem_b()
-    rmem_c = MM.suggest_layout_rmem_c() if plan.suggested else MM.get_layout_rmem_c()
+    MM, smem_a, smem_b, rmem_c = gemv_matmul(dtype, plan)
     a_size, b_size, c_size = smem_a.cosize, smem_b.cosize, rmem_c.cosize
     stages = plan.stages
 
@@ -89,11 +108,9 @@ def add_parts(parts, y):
 def build(case, inputs, outputs, stream, plan=None):
     x, y = inputs["x"], outputs["y"]
     rows, cols = x.shape
-    plan = plan or BEST["long" if cols >= LONG else "short"]
+    plan = plan or plan_for(cols)
     kernel, smem_bytes = gemv_kernel(case.dtype, plan)
-    x_p = padded(x, (plan.rows, plan.cols * plan.splits))
-    y_p = cuda.device_array((x_p.shape[0], plan.splits), dtype=np.float32)
-    ones = cuda.to_device(np.ones((plan.cols, 1), dtype=np.dtype(case.dtype)))
+    x_p, ones, y_p = operands(x, case.dtype, plan)
     compiled_with_smem(kernel, smem_bytes, x_p, ones, y_p)
     pad_x = copier(x, x_p, stream)
     if plan.splits == 1:
