@@ -82,6 +82,17 @@ def compile_cubin(source: str, name: str | tuple[str, ...], arch: str, include_p
     return Program(source, "c++", options=options).compile("cubin", name_expressions=names)
 
 
+def allow_shared_memory(kernel, nbytes: int) -> None:
+    """Let `kernel` (a cuda.core Kernel) use `nbytes` of dynamic shared memory on the current device
+    (beyond 48 KiB the driver needs this opt-in)."""
+    from cuda.bindings import driver
+    from cuda.core import Device
+    err, = driver.cuKernelSetAttribute(driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                       nbytes, kernel.handle, Device().device_id)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuKernelSetAttribute(max dynamic shared memory = {nbytes}): {err}")
+
+
 def device_arch() -> str:
     from cuda.core import Device
     return f"sm_{Device().arch}"

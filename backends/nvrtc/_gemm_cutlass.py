@@ -18,7 +18,7 @@ import struct
 import numpy as np
 
 from backends.base import Unavailable
-from backends.nvrtc import compile_cubin
+from backends.nvrtc import allow_shared_memory, compile_cubin
 
 # tile M, N, K and cluster M, N of the cooperative kernel, by name (tools can sweep them: build(config=...))
 CONFIGS = {"128x256x64_2x1": (128, 256, 64, 2, 1), "128x256x64_1x1": (128, 256, 64, 1, 1),
@@ -262,8 +262,7 @@ def build(case, inputs, outputs, stream, config=CONFIG):
         params[t.offset:t.offset + 128] = struct.pack("<16Q", *tmap.opaque)
 
     # 3. the launch: kernelParams = void*[1] -> the Params bytes (kept alive as run.params)
-    _check(drv.cuKernelSetAttribute(drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                    out.smem, gemm.handle, dev.device_id))
+    allow_shared_memory(gemm, out.smem)
     blob = (ctypes.c_ubyte * len(params)).from_buffer(params)
     argv = (ctypes.c_void_p * 1)(ctypes.addressof(blob))
     cfg = drv.CUlaunchConfig()

@@ -7,7 +7,7 @@ have no IEEE fp32 product (TF32 fails the fp32 check)."""
 import numpy as np
 from cuda.core import LaunchConfig, launch
 
-from backends.nvrtc import CXX_TYPE, compile_cubin, device_arch
+from backends.nvrtc import CXX_TYPE, allow_shared_memory, compile_cubin, device_arch
 
 SOURCE = r"""
 #include <cuda_bf16.h>
@@ -144,17 +144,12 @@ def kernel_name(case):
 
 
 def build(case, inputs, outputs, stream):
-    from cuda.bindings import driver
-    from cuda.core import Device
     a, b, c = inputs["a"], inputs["b"], outputs["c"]
     (m, k), n = a.shape, b.shape[1]
     name = kernel_name(case)
     kernel = compile_cubin(SOURCE, name, device_arch()).get_kernel(name)
     smem = STAGES * (BM * BK + BK * BN) * a.dtype.itemsize
-    err, = driver.cuKernelSetAttribute(driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                       smem, kernel.handle, Device().device_id)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuKernelSetAttribute(max dynamic shared memory = {smem}): {err}")
+    allow_shared_memory(kernel, smem)
     config = LaunchConfig(grid=-(-m // BM) * -(-n // BN), block=THREADS, shmem_size=smem)
     args = (a.data.ptr, b.data.ptr, c.data.ptr, np.int32(m), np.int32(n), np.int32(k))
 

@@ -15,7 +15,7 @@ The tensor maps are cuda.core TensorMapDescriptors (StridedMemoryView.as_tensor_
 import numpy as np
 from cuda.core import LaunchConfig, launch
 
-from backends.nvrtc import CXX_TYPE, compile_cubin, device_arch
+from backends.nvrtc import CXX_TYPE, allow_shared_memory, compile_cubin, device_arch
 from backends.nvrtc import _mma_sync_gemm as ampere
 
 _ACC = ", ".join(f"%{i}" for i in range(128))
@@ -205,7 +205,6 @@ def build(case, inputs, outputs, stream, variant=""):
         return _gemm_cutlass.build(case, inputs, outputs, stream)
     if not _hopper(case):
         return ampere.build(case, inputs, outputs, stream)
-    from cuda.bindings import driver
     from cuda.core import Device
     a, b, c = inputs["a"], inputs["b"], outputs["c"]
     (m, k), n = a.shape, b.shape[1]
@@ -214,10 +213,7 @@ def build(case, inputs, outputs, stream, variant=""):
     name = kernel_name(case)
     kernel = compile_cubin(SOURCE, name, "sm_90a").get_kernel(name)
     dev = Device()
-    err, = driver.cuKernelSetAttribute(driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                       SMEM_BYTES, kernel.handle, dev.device_id)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuKernelSetAttribute(max dynamic shared memory = {SMEM_BYTES}): {err}")
+    allow_shared_memory(kernel, SMEM_BYTES)
     maps = tensor_maps(a, b)
     tiles = -(-m // BM) * -(-n // BN)
     config = LaunchConfig(grid=max(1, min(tiles, dev.properties.multiprocessor_count)), block=THREADS,
