@@ -1,11 +1,13 @@
-"""Which knobs an implementation takes, for those whose build() takes keyword knobs and compiles in
-seconds (CuTe DSL GEMM: tile, cluster, tile order; nvrtc elementwise: kernel shape): each candidate
-built by the lab's Session on a bench case, checked against the float64 reference and timed cold
-beside the reference timed the same way in the same process (cuBLAS for GEMM, the 1 GiB copy for
-the rest: tools/sweep.py).
+"""Which knobs an implementation takes, for those whose build() takes keyword knobs (CuTe DSL GEMM:
+tile, cluster, tile order; nvrtc elementwise: kernel shape; nvrtc[cutlass]: CUTLASS tile and
+cluster; cuTile GEMM: tile, hints, persistent, prefetch): each candidate built by the lab's Session
+on a bench case, checked against the float64 reference and timed cold beside the reference timed
+the same way in the same process (cuBLAS for GEMM, the 1 GiB copy for the rest: tools/sweep.py).
 
     python -m tools.knob_sweep cute_dsl gemm --out DIR [--case NAME ...] [--variant tvm_ffi]
     python -m tools.knob_sweep nvrtc elementwise --out DIR
+    python -m tools.knob_sweep nvrtc gemm --variant cutlass --out DIR
+    python -m tools.knob_sweep cutile gemm --out DIR; ... --variant tf32x3 --case 4096x4096x4096-float32
 
 Writes DIR/sweep.json as it goes and prints a table per case, best first; winners go into the
 implementation's defaults by hand.
@@ -22,7 +24,7 @@ from harness.run.session import Session
 from tools.sweep import build_and_check, failed, print_case, reference_ms, timed
 
 
-def cute_dsl_gemm():
+def cute_dsl_gemm(case, variant):
     """HopperGemm knobs: 128x256 and 128x128 tiles, 1x1 / 2x1 / 1x2 clusters (a 2x1 cluster multicasts
     B to the two CTAs that share it), tile order swizzled in groups along M or N."""
     out = [{"tile_mn": t, "cluster_mn": c} for t in ((128, 256), (128, 128)) for c in ((1, 1), (2, 1), (1, 2))]
@@ -31,14 +33,42 @@ def cute_dsl_gemm():
     return out
 
 
-def nvrtc_elementwise():
+def nvrtc_elementwise(case, variant):
     from backends.nvrtc.elementwise import Plan
     return [{"plan": Plan("stride", t, per_sm=b)} for t, b in ((256, 8), (512, 4), (1024, 2), (256, 16))] + \
         [{"plan": Plan("chunks", t, vpt=v)} for t in (128, 256, 512) for v in (1, 2, 4, 8)]
 
 
-CANDIDATES = {("cute_dsl", "gemm"): (cute_dsl_gemm, ("8192x8192x8192-bfloat16", "8192x8192x8192-float16",
-                                                     "4096x4096x4096-bfloat16", "16384x16384x512-bfloat16")),
+def nvrtc_cutlass_gemm(case, variant):
+    """CUTLASS's cooperative kernel (nvrtc[cutlass]): tile 128x256 or 128x128, cluster 2x1 or 1x1."""
+    from backends.nvrtc._gemm_cutlass import CONFIGS
+    return [{"config": c} for c in CONFIGS]
+
+
+def cutile_gemm(case, variant):
+    """16-bit: 128x128 at one CTA per SM (today), 128x256 / 256x128 in 2-CTA clusters (TMA multicast),
+    128x256 with two consumer warpgroups (num_worker_warps=8), each launched per tile or persistent,
+    with the loads' prefetch hint (latency) left to the compiler or 8. float32: IEEE SIMT tiles;
+    with --variant tf32x3, tensor-core tiles."""
+    if variant == "tf32x3":
+        return [{"tile": t, "hints": h} for t in ((128, 64, 32), (128, 128, 32), (64, 128, 32))
+                for h in ({}, {"occupancy": 1})]
+    if case.dtype == "float32":
+        return [{"tile": t, "latency": lat} for t in ((32, 32, 32), (64, 32, 32), (32, 64, 32), (64, 64, 16))
+                for lat in (0, 4)]
+    shapes = (((128, 128, 64), {"occupancy": 1}), ((128, 256, 64), {"num_ctas": 2}), ((256, 128, 64), {"num_ctas": 2}),
+              ((128, 256, 64), {"num_worker_warps": 8}), ((128, 256, 64), {"num_ctas": 2, "num_worker_warps": 8}),
+              ((128, 256, 64), {"occupancy": 1}))
+    return [{"tile": t, "hints": h, "persistent": p, "latency": lat} for t, h in shapes for p in (False, True)
+            for lat in (0, 8)]
+
+
+GEMM_CASES = ("8192x8192x8192-bfloat16", "8192x8192x8192-float16", "4096x4096x4096-bfloat16",
+              "16384x16384x512-bfloat16")
+CANDIDATES = {("cute_dsl", "gemm"): (cute_dsl_gemm, GEMM_CASES),
+              ("nvrtc", "gemm"): (nvrtc_cutlass_gemm, GEMM_CASES),       # with --variant cutlass
+              ("cutile", "gemm"): (cutile_gemm, ("8192x8192x8192-bfloat16", "8192x8192x8192-float16",
+                                                 "4096x4096x4096-float32")),
               ("nvrtc", "elementwise"): (nvrtc_elementwise, ("268435456-float32", "268435456-float16",
                                                              "268435456-bfloat16"))}
 
@@ -69,7 +99,7 @@ def main(argv=None) -> int:
         arrays = s.arrays(prob, case, 0)
         label, ref_ms = reference_ms(args.problem, case, s, sessions)
         print(f"{name}: {label} {ref_ms:.4f} ms", flush=True)
-        for knobs in make():
+        for knobs in make(case, args.variant):
             row = {"case": name, "backend": args.backend, "variant": args.variant, "knobs": shown(knobs)}
             try:
                 run, row["build_s"] = build_and_check(s, args.problem, case, arrays, knobs)

@@ -34,17 +34,18 @@ def reference_ms(problem: str, case, session, sessions: dict) -> tuple[str, floa
         return label, EventEngine(s.device, CRIT).cold(run)["median_ms"]
 
 
-def build_and_check(session, problem: str, case, arrays, options: dict, gpu=contextlib.nullcontext):
+def build_and_check(session, problem: str, case, arrays, options: dict, gpu=contextlib.nullcontext, build=None):
     """A candidate's run() built on `arrays` (Session.arrays: host inputs, inputs, outputs,
-    reference; outputs poisoned first), checked once (inside `gpu()`: a lock where other processes
-    time meanwhile); and its build time in seconds."""
+    reference; outputs poisoned first) by the session's implementation or by `build` (same
+    signature), checked once (inside `gpu()`: a lock where other processes time meanwhile); and its
+    build time in seconds."""
     s, prob = session, problems.get(problem)
     _, inputs, outputs, ref = arrays
     for name, (shape, dt) in prob.output_spec(case).items():
         s.backend.overwrite(outputs[name], poison(shape, dt), dt, s.variant)
     t0 = time.perf_counter()
     with s.backend.stream_context(s.stream, s.variant):
-        run = s.module(problem).build(case, inputs, outputs, s.stream,
+        run = (build or s.module(problem).build)(case, inputs, outputs, s.stream,
                                       **({"variant": s.variant} if s.variant else {}), **options)
         s.device.sync()
     build_s = time.perf_counter() - t0

@@ -4,7 +4,9 @@ arrays are torch tensors, launched on the lab's stream (cuTile takes a raw handl
 cuTile needs tileiras with the ptxas and libNVVM of the same CUDA release (13.4 here). Those must
 not become the NVVM that numba-cuda and the others load (a CUDA 13.0 driver cannot JIT their PTX),
 so they may live in a site of their own: WAYS_CUTILE_SITE names it, and only cuTile's workers get
-it on their PYTHONPATH and PATH."""
+it on their PYTHONPATH and PATH.
+
+Variant "tf32x3" (GEMM): float32 as three TF32 tensor-core products (backends/cutile/gemm.py)."""
 import os
 
 from backends.base import Backend, TorchArrays, Unavailable
@@ -22,6 +24,14 @@ class CuTile(TorchArrays, Backend):
 
     def modules(self, variant):
         return ("cuda.tile", "torch")
+
+    def variants_of(self, problem):
+        return ("", "tf32x3") if problem == "gemm" else ("",)
+
+    def supports(self, problem, case, variant):
+        if variant == "tf32x3" and case.dtype != "float32":
+            return "tf32x3 is a float32 product; 16-bit inputs take the default kernel"
+        return None
 
     def search_paths(self, variant):
         site = os.environ.get(SITE_VAR)
@@ -53,8 +63,8 @@ class CuTile(TorchArrays, Backend):
             kernel, params = module.row_sum, [x, array_param("float32", (s["rows"],)), rows, cols]
         else:
             m, n, k = s["M"], s["N"], s["K"]
-            kernel = module.matmul
-            params = [*(array_param(dt, shape) for shape in ((m, k), (k, n), (m, n))), *module.TILE[dt]]
+            kernel, _, consts = module.launch_plan(dt, m, n, 1, variant)
+            params = [*(array_param(dt, shape) for shape in ((m, k), (k, n), (m, n))), *consts]
         out = io.BytesIO()
         export_kernel(kernel, [KernelSignature(params, CallingConvention.cutile_python_v1())], out,
                       gpu_code=self.aot_target, output_format="cubin")

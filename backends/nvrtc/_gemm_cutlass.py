@@ -114,11 +114,8 @@ template <class Copy, class G> void describe(Copy const& copy, G const& gtensor,
     t.dims[i] = shape[i], t.strides[i] = stride[i] * sizeof_bits_v<V> / 8, t.box[i] = box[i], t.elem_strides[i] = 1;
 }
 
-template <class Cfg, class T>
-void build_params(int M, int N, int K, T const* A, T const* B, T* D, int sm_count, BuildOut* out) {
-  using Kernel = typename Cfg::Kernel;
-  using Mainloop = typename Kernel::CollectiveMainloop;
-  using Epilogue = typename Kernel::CollectiveEpilogue;
+template <class Kernel, class T>   // the GEMM's Arguments, as a CUTLASS user writes them (tools/cutlass_nvcc.py too)
+typename Kernel::Arguments arguments(int M, int N, int K, T const* A, T const* B, T* D, int sm_count) {
   typename Kernel::Arguments args{};
   args.mode = cutlass::gemm::GemmUniversalMode::kGemm, args.problem_shape = {M, N, K, 1};
   args.mainloop.ptr_A = A, args.mainloop.dA = make_stride(int64_t(K), _1{}, int64_t(M) * K);   // (M,K,L), K-major
@@ -127,6 +124,15 @@ void build_params(int M, int N, int K, T const* A, T const* B, T* D, int sm_coun
   args.epilogue.ptr_C = D, args.epilogue.dC = make_stride(int64_t(N), _1{}, int64_t(M) * N);
   args.epilogue.ptr_D = D, args.epilogue.dD = args.epilogue.dC;
   args.hw_info.sm_count = sm_count;
+  return args;
+}
+
+template <class Cfg, class T>
+void build_params(int M, int N, int K, T const* A, T const* B, T* D, int sm_count, BuildOut* out) {
+  using Kernel = typename Cfg::Kernel;
+  using Mainloop = typename Kernel::CollectiveMainloop;
+  using Epilogue = typename Kernel::CollectiveEpilogue;
+  auto args = arguments<Kernel>(M, N, K, A, B, D, sm_count);
   // == Kernel::to_underlying_arguments(args, nullptr) (sm90_gemm_tma_warpspecialized_cooperative.hpp, CUTLASS
   // 4.2), which NVRTC cannot instantiate: its sm_count <= 0 branch calls the host-only
   // KernelHardwareInfo::query_device_multiprocessor_count. Here sm_count comes from the caller, and the

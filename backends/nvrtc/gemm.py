@@ -199,10 +199,12 @@ def tensor_maps(a, b):
     return tmap(a, (BM, BK)), tmap(b, (BK, 64))
 
 
-def build(case, inputs, outputs, stream, variant=""):
-    if variant == "cutlass":            # CUTLASS's own kernel, instantiated from its C++ templates
+def build(case, inputs, outputs, stream, variant="", **knobs):
+    if variant == "cutlass":            # CUTLASS's own kernel, instantiated from its C++ templates (knob: config)
         from backends.nvrtc import _gemm_cutlass
-        return _gemm_cutlass.build(case, inputs, outputs, stream)
+        return _gemm_cutlass.build(case, inputs, outputs, stream, **knobs)
+    if knobs:
+        raise TypeError(f"nvrtc gemm takes no knobs, got {sorted(knobs)}")
     if not _hopper(case):
         return ampere.build(case, inputs, outputs, stream)
     from cuda.core import Device
