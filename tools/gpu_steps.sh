@@ -3,7 +3,8 @@
 # unpacked (source /tmp/gpu-site/env.sh) and, for cuTile, its own site (/tmp/cutile-site). Each step
 # writes under $OUT/<step>/ and records the GPU's clocks, power and state before and after.
 #
-#   bash tools/gpu_steps.sh STEP...      steps: cutlass, cutlass-compile, numba-cccl, cutile-sweep, cutile
+#   bash tools/gpu_steps.sh STEP...      steps: cutlass, cutlass-nvcc, cutlass-compile, numba-cccl,
+#                                        cutile-sweep, cutile, upstream
 set -uo pipefail
 OUT=${OUT:?set OUT}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -15,12 +16,14 @@ run_ways() { python -m harness run "$@"; }
 for step in "$@"; do
   mkdir -p "$OUT/$step"; gpu_state "$step"; t0=$SECONDS
   case $step in
-    cutlass)          # issue 18: CUTLASS's tile / cluster configs, then the nvrtc[cutlass] part
-      timeout 240 python -m tools.knob_sweep nvrtc gemm --variant cutlass --out "$OUT/$step/sweep"
-      run_ways -b "nvrtc[cutlass]" --cases all --no-compile --timeout 200 --out "$OUT/$step/part" ;;
-    cutlass-compile)  # issue 18: the talk's table: NVRTC and nvcc, fresh processes, 8192^3 bf16
-      python -m tools.cutlass_nvcc --repeats 3 --out "$OUT/$step/nvcc"
-      python -m tools.compile_table --impl "nvrtc[cutlass]" --impl nvrtc --repeats 3 --out "$OUT/$step/nvrtc" ;;
+    cutlass)          # issue 18: CUTLASS's tile / cluster configs (bf16), then the nvrtc[cutlass] part
+      timeout 280 python -m tools.knob_sweep nvrtc gemm --variant cutlass --case 8192x8192x8192-bfloat16 \
+        --case 4096x4096x4096-bfloat16 --case 16384x16384x512-bfloat16 --out "$OUT/$step/sweep"
+      run_ways -b "nvrtc[cutlass]" --cases all --compile-repeats 1 --timeout 200 --out "$OUT/$step/part" ;;
+    cutlass-nvcc)     # issue 18: the nvcc column (CUTLASS's own host code), fresh nvcc processes
+      python -m tools.cutlass_nvcc --repeats 3 --out "$OUT/$step" ;;
+    cutlass-compile)  # issue 18: the talk's table, NVRTC side: fresh processes, 8192^3 bf16
+      python -m tools.compile_table --impl "nvrtc[cutlass]" --repeats 3 --out "$OUT/$step" ;;
     numba-cccl)       # issue 20: numba_simt packed loads, cuda_compute short rows (the full-run part)
       run_ways -b numba_simt -b cuda_coop -b cuda_compute --cases all --compile-repeats 1 --timeout 250 \
         --out "$OUT/$step/part" ;;
@@ -31,6 +34,8 @@ for step in "$@"; do
     cutile)           # the cuTile full-run part with the chosen defaults
       WAYS_CUTILE_SITE=$CUTILE_SITE run_ways -b cutile -b "cutile[tf32x3]" --cases all --compile-repeats 1 \
         --timeout 250 --out "$OUT/$step/part" ;;
+    upstream)         # issue 20: the tools' own examples for the same operations (.upstream/ carried)
+      bash tools/upstream_examples.sh "$OUT/$step" cutile cccl numba ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
   echo "step $step: $((SECONDS - t0)) s"; gpu_state "$step"

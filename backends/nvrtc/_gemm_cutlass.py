@@ -192,6 +192,14 @@ def include_dir() -> str:
     return str(version_h.parents[1])
 
 
+def cccl_parent() -> list[str]:
+    """Under CUDA 13, CUTLASS 4.2 includes CCCL as <cccl/cuda/std/...>: the folder above CCCL's headers
+    must be on the include path too (it is not where the runtime headers were found apart from them)."""
+    from cuda.pathfinder import find_nvidia_header_directory
+    cccl = find_nvidia_header_directory("cccl")
+    return [str(pathlib.Path(cccl).parent)] if cccl and pathlib.Path(cccl).name == "cccl" else []
+
+
 def supports(case):
     if case.dtype not in ELEMENT:
         return "tensor cores have no IEEE float32 product (TF32 would fail the float32 check)"
@@ -216,8 +224,8 @@ def compile_gemm(dtype, config=CONFIG, arch="sm_90a"):
     """Both kernels of one (dtype, config), compiled once per process (NVRTC takes ~20 s)."""
     key = dtype, config, arch
     if key not in _COMPILED:
-        _COMPILED[key] = compile_cubin(SOURCE, _names(dtype, config), arch, include_path=[include_dir()],
-                                       default_device=True)
+        _COMPILED[key] = compile_cubin(SOURCE, _names(dtype, config), arch,
+                                       include_path=[include_dir(), *cccl_parent()], default_device=True)
     return _COMPILED[key]
 
 
