@@ -240,6 +240,18 @@ def _check(result):
     return rest[0] if rest else None
 
 
+def encode_arguments(t: Tma) -> tuple:
+    """cuTensorMapEncodeTiled's arguments for one descriptor as CUTLASS's host code passes them (L2 128B
+    promotion, no OOB NaN fill), typed as cuda.bindings wants them (its lists take no plain ints)."""
+    from cuda.bindings import driver as drv
+    r = t.rank
+    u64s, u32s = (lambda v: [drv.cuuint64_t(x) for x in v]), (lambda v: [drv.cuuint32_t(x) for x in v])
+    return (drv.CUtensorMapDataType(t.dtype), r, t.address, u64s(t.dims[:r]), u64s(t.strides[1:r]), u32s(t.box[:r]),
+            u32s(t.elem_strides[:r]), drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            drv.CUtensorMapSwizzle(t.swizzle), drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+            drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+
+
 def build(case, inputs, outputs, stream, config=CONFIG):
     from cuda.bindings import driver as drv
     from cuda.core import Device, LaunchConfig, launch
@@ -264,15 +276,10 @@ def build(case, inputs, outputs, stream, config=CONFIG):
     if out.workspace:
         raise RuntimeError(f"config {config} needs a {out.workspace}-byte workspace; the builder passes none")
 
-    # 2. the 4 descriptors, encoded as CUTLASS's host code would (L2 128B promotion, no OOB NaN fill)
+    # 2. the 4 descriptors, encoded as CUTLASS's host code would, into the Params bytes
     params = bytearray(bytes(out.params)[:out.params_size])
     for t in out.tma:
-        r = t.rank
-        tmap = _check(drv.cuTensorMapEncodeTiled(
-            drv.CUtensorMapDataType(t.dtype), r, t.address, list(t.dims[:r]), list(t.strides[1:r]), list(t.box[:r]),
-            list(t.elem_strides[:r]), drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-            drv.CUtensorMapSwizzle(t.swizzle), drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-            drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE))
+        tmap = _check(drv.cuTensorMapEncodeTiled(*encode_arguments(t)))
         params[t.offset:t.offset + 128] = struct.pack("<16Q", *tmap.opaque)
 
     # 3. the launch: kernelParams = void*[1] -> the Params bytes (kept alive as run.params)
