@@ -1,7 +1,8 @@
 """nvrtc[cutlass]'s host side without a GPU: the TMA descriptors' encode arguments are typed as
 cuda.bindings takes them (plain ints in its lists raise TypeError before the driver is reached; the
-H100 run of 2026-11-25 failed there), and the nvcc column's program is the NVRTC one plus CUTLASS's
-host adapter, configured without commas on nvcc's command line (nvcc splits -D values at commas)."""
+H100 run of 2026-11-25 failed there), the encoded descriptor's bytes read back, and the nvcc
+column's program is the NVRTC one plus CUTLASS's host adapter, configured without commas on nvcc's
+command line (nvcc splits -D values at commas)."""
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,11 @@ def test_encode_arguments_reach_the_driver():
         pytest.fail(f"encode arguments rejected by cuda.bindings: {exc}")
     except Exception:                 # no driver here (or a CUDA error on a fake address): conversion passed
         pass
+
+
+def test_descriptor_bytes():
+    drv = pytest.importorskip("cuda.bindings.driver")
+    assert cutlass_gemm.descriptor_bytes(drv.CUtensorMap()) == bytes(128)
 
 
 def test_nvcc_program_is_the_nvrtc_one_plus_the_host_adapter():

@@ -252,6 +252,11 @@ def encode_arguments(t: Tma) -> tuple:
             drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
 
 
+def descriptor_bytes(tmap) -> bytes:
+    """A CUtensorMap's 128 bytes (its opaque words are cuuint64_t objects, not ints)."""
+    return struct.pack("<16Q", *(int(w) for w in tmap.opaque))
+
+
 def build(case, inputs, outputs, stream, config=CONFIG):
     from cuda.bindings import driver as drv
     from cuda.core import Device, LaunchConfig, launch
@@ -280,7 +285,7 @@ def build(case, inputs, outputs, stream, config=CONFIG):
     params = bytearray(bytes(out.params)[:out.params_size])
     for t in out.tma:
         tmap = _check(drv.cuTensorMapEncodeTiled(*encode_arguments(t)))
-        params[t.offset:t.offset + 128] = struct.pack("<16Q", *tmap.opaque)
+        params[t.offset:t.offset + 128] = descriptor_bytes(tmap)
 
     # 3. the launch: kernelParams = void*[1] -> the Params bytes (kept alive as run.params)
     allow_shared_memory(gemm, out.smem)
