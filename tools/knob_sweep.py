@@ -100,7 +100,8 @@ def main(argv=None) -> int:
         label, ref_ms = reference_ms(args.problem, case, s, sessions)
         print(f"{name}: {label} {ref_ms:.4f} ms", flush=True)
         for knobs in make(case, args.variant):
-            row = {"case": name, "backend": args.backend, "variant": args.variant, "knobs": shown(knobs)}
+            row = {"problem": args.problem, "case": name, "backend": args.backend, "variant": args.variant,
+                   "knobs": shown(knobs)}
             try:
                 run, row["build_s"] = build_and_check(s, args.problem, case, arrays, knobs)
                 row.update(timed(s, args.problem, case, run, ref_ms, warm_s=0.5), gpu=s.device.properties()["name"])

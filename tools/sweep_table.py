@@ -1,5 +1,5 @@
-"""Markdown tables of tuning sweeps (the sweep.json files tools/warp_tiles_sweep.py and
-tools/nvmath_sweep.py write): one table per problem and case, fastest first, each row naming the
+"""Markdown tables of tuning sweeps (the sweep.json files tools/warp_tiles_sweep.py,
+tools/nvmath_sweep.py and tools/knob_sweep.py write): one table per problem and case, fastest first, each row naming the
 sweep it came from (and its variant and build time where the sweep recorded them).
 
     python -m tools.sweep_table reports/h100/warp_tiles/sweeps/*.json
@@ -11,12 +11,20 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+import problems
+
+
+def problem_of(row: dict) -> str:
+    """The row's problem: recorded, or (knob_sweep rows) the one whose cases include the row's case."""
+    return row.get("problem") or next(p for p in problems.names()
+                                      if row["case"] in {c.name for c in problems.get(p).cases()})
+
 
 def tables(paths: list[Path]) -> str:
     by_case: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for path in paths:
         for row in json.loads(path.read_text()):
-            by_case[row["problem"], row["case"]].append({**row, "sweep": path.stem})
+            by_case[problem_of(row), row["case"]].append({**row, "sweep": path.stem})
     out = []
     for (problem, case), rows in sorted(by_case.items()):
         ref = {(r["reference"], round(r["reference_ms"], 4)) for r in rows}
@@ -25,7 +33,7 @@ def tables(paths: list[Path]) -> str:
                 "| configuration | cold ms | achieved | % of reference | build s | sweep |",
                 "|---|---:|---:|---:|---:|---|"]
         for r in sorted(rows, key=lambda r: r.get("cold_ms") or float("inf")):
-            config = ", ".join(f"{k}={v}" for k, v in (r.get("tiles") or r.get("plan")).items())
+            config = ", ".join(f"{k}={v}" for k, v in (r.get("tiles") or r.get("plan") or r.get("knobs")).items())
             if r.get("variant"):
                 config = f"[{r['variant']}] {config}"
             build = f"{r['build_s']:.0f}" if r.get("build_s") else ""
