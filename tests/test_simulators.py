@@ -1,7 +1,9 @@
 """What runs without a GPU beyond NumPy, through the real harness: the numba_simt kernels on
 numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1, small float32 test cases), the Triton kernels on
 Triton's interpreter (TRITON_INTERPRET=1, small fp32/fp16 test cases on CPU tensors) and the Warp
-tile kernels on Warp's CPU device (the warp_tiles[cpu] variant, small test cases)."""
+tile kernels on Warp's CPU device (the warp_tiles[cpu] variant, small test cases) and the JAX Pallas
+kernels (Triton lowering) in Pallas's interpreter (WAYS_PALLAS_INTERPRET=1), and the Helion kernels
+(fixed configs) as the Triton code they generate, in Triton's interpreter."""
 import importlib.util
 
 import pytest
@@ -11,7 +13,11 @@ from tests.conftest import run_lab
 # backend -> (module, environment switch, word in the reason for what it skips, dtypes it runs)
 TOOLS = {"numba_simt": ("numba", "NUMBA_ENABLE_CUDASIM", "simulator", {"float32"}),
          "triton": ("triton", "TRITON_INTERPRET", "interpreter", {"float32", "float16"}),
-         "warp_tiles[cpu]": ("warp", None, "CPU device", {"float32", "float16", "bfloat16"})}
+         "warp_tiles[cpu]": ("warp", None, "CPU device", {"float32", "float16", "bfloat16"}),
+         "jax_pallas": ("jax", "WAYS_PALLAS_INTERPRET", "interpreter", {"float32", "float16", "bfloat16"}),
+         # Triton's interpreter mishandles bf16 tl.dot: Helion's bf16 GEMM is not applicable there
+         "helion[fixed]": ("helion", "TRITON_INTERPRET", "interpreter",
+                           {"gemm": {"float32", "float16"}, "": {"float32", "float16", "bfloat16"}})}
 PAIRS = [pytest.param(b, p, id=f"{b}-{p}") for b in TOOLS for p in ("segreduce", "elementwise", "gemm")]
 
 
@@ -28,6 +34,8 @@ def test_kernels_without_a_gpu(tmp_path, monkeypatch, backend, problem):
     ran = [r for r in rows if r["status"] == "ok"]
     bad = [f"{r['case']}: {r['status']}: {r['error'][-300:]}" for r in rows if r["status"] in ("wrong", "failed")]
     assert not bad, "\n".join(bad)
+    if isinstance(dtypes, dict):                       # per problem ("": the others)
+        dtypes = dtypes.get(problem, dtypes[""])
     assert ran and {r["dtype"] for r in ran} == dtypes and all(len(r["seeds"]) == 3 for r in ran)
     skipped = [r for r in rows if r["status"] == "not_applicable"]
     assert all(word in r["reason"] for r in skipped)

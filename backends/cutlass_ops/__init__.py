@@ -1,0 +1,39 @@
+"""CUTLASS Operator API (`nvidia-cutlass-operators`, `import cutlass.operators`; the CUTLASS repo's
+`cutlass_api` before it was published): a GEMM kernel picked, not written. get_operators(args,
+target_sm="90a") lists the registered CuTe DSL kernels whose metadata (dtypes, strides, 16-byte
+alignment, target) fit the case; each Operator then supports() / compile() / run(). Default
+variant: compile every candidate, time each on the case in build() and keep the fastest (that
+share of build time is reported apart, `autotune_s`; nvMatmulHeuristics ranks SM100 kernels only);
+`first`: the first candidate in discovery order, no search. Torch tensors, the lab's stream."""
+import contextlib
+
+from backends.base import Backend, TorchArrays, Unavailable, torch_stream, torch_stream_context
+
+TARGET_SM = "90a"
+
+
+class CutlassOps(TorchArrays, Backend):
+    family = "tensor-core DSL"
+    extra = "cutlass-ops"
+    variants = ("", "first")
+    distributions = ("nvidia-cutlass-operators", "nvidia-cutlass-dsl", "torch")
+    min_compute_capability = (9, 0)
+    min_driver_cuda = (13, 0)
+
+    def modules(self, variant):
+        return ("cutlass.operators", "torch")
+
+    def load(self, variant):
+        import torch
+        if not torch.cuda.is_available():
+            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
+        import cutlass.operators  # noqa: F401
+
+    def stream(self, handle, variant):
+        return None if handle is None else torch_stream(handle)
+
+    def stream_context(self, stream, variant):
+        return contextlib.nullcontext() if stream is None else torch_stream_context(stream)
+
+
+BACKEND = CutlassOps()

@@ -1,0 +1,85 @@
+"""Helion (PyTorch's tile DSL, compiled to Triton): kernels over torch tensors, launched on torch's
+current stream. Two variants: the default one autotunes each case in build() (Helion's own search,
+`autotune_effort` quick by default: WAYS_HELION_EFFORT), and that share of build time is reported
+apart (`autotune_s`); `fixed` runs one hand-picked helion.Config per kernel and dtype (no search),
+so its build is Helion's code generation plus Triton's compile. Without a GPU, TRITON_INTERPRET=1
+runs the generated Triton code (fixed configs) in Triton's interpreter on CPU tensors. (Helion's
+own HELION_INTERPRET=1 eager mode runs elementwise and segreduce on the CPU too, but not the GEMM:
+torch has no CPU kernel for `aten::mm.dtype`.)"""
+import contextlib
+import math
+import os
+
+from backends.base import Backend, TorchArrays, Unavailable, torch_stream, torch_stream_context
+
+INTERPRETED_WORK = 2**24
+
+
+def interpreted() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+class Helion(TorchArrays, Backend):
+    family = "tile"
+    extra = "helion"
+    variants = ("", "fixed")
+    distributions = ("helion", "triton", "torch")
+    min_compute_capability = (8, 0)
+    cache_vars = {"HELION_CACHE_DIR": "helion"}   # noqa: RUF012  autotune results (best configs)
+
+    def modules(self, variant):
+        return ("helion", "triton", "torch")
+
+    def device(self, variant):
+        return "cpu" if interpreted() else "cuda"
+
+    def load(self, variant):
+        import torch
+        if not interpreted() and not torch.cuda.is_available():
+            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
+        try:
+            import helion  # noqa: F401
+        except ImportError as exc:          # e.g. helion 1.5.1 on torch 2.11 (IntelGPUError)
+            raise Unavailable(f"helion does not import with torch {torch.__version__}: {exc}") from None
+
+    def supports(self, problem, case, variant):
+        if not interpreted():
+            return None
+        if case.kind != "test" or math.prod(case.shape.values()) > INTERPRETED_WORK:
+            return "Triton interpreter: small test cases only"
+        if problem == "gemm" and (case.dtype == "bfloat16" or min(case.shape.values()) < 16):
+            return "Triton interpreter: it mishandles bf16 tl.dot and Helion's padding of dims under 16"
+        return None
+
+    def stream(self, handle, variant):
+        return None if handle is None else torch_stream(handle)
+
+    def stream_context(self, stream, variant):
+        return contextlib.nullcontext() if stream is None else torch_stream_context(stream)
+
+
+BACKEND = Helion()
+
+
+def prepared(kernel, args, scratch_args, fixed_config, variant):
+    """Bind `kernel` to the case's arguments and settle its config here, in build: the fixed one,
+    or an autotuned one (timed, on `scratch_args` so the outputs stay poisoned). Returns run()."""
+    import time
+    bound = kernel.bind(tuple(args))
+    if variant == "fixed" or interpreted():
+        t0, tuned = time.perf_counter(), False
+        bound.set_config(fixed_config)
+    else:
+        t0, tuned = time.perf_counter(), True
+        bound.autotune(tuple(scratch_args), force=False)       # uses HELION_CACHE_DIR's best config if there
+    spent = time.perf_counter() - t0
+
+    def run():
+        bound(*args)
+
+    run.build_parts = {"autotune_s": spent} if tuned else {}
+    return run
+
+
+def effort() -> str:
+    return os.environ.get("WAYS_HELION_EFFORT", "quick")

@@ -1,0 +1,56 @@
+"""jax_pallas without a GPU, beyond what test_simulators runs through the harness: every case
+(bench ones too) lowered for an abstract H100, and the Mosaic GPU kernels on tile-aligned shapes
+in JAX's GPU interpreter (no test case of the lab is tile-aligned for them)."""
+import functools
+import importlib.util
+
+import numpy as np
+import pytest
+
+import problems
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax not installed")
+
+
+@pytest.fixture(autouse=True)
+def cpu_only(monkeypatch):
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+
+
+@pytest.mark.parametrize("problem", ["elementwise", "segreduce", "gemm"])
+@pytest.mark.parametrize("variant", ["", "mosaic_gpu"])
+def test_every_case_lowers_for_h100(problem, variant):
+    from backends.jax_pallas import lower_for_h100, mosaic_gpu_limits
+    lowered = 0
+    for case in problems.get(problem).cases():
+        if variant and mosaic_gpu_limits(problem, case):
+            continue
+        text = lower_for_h100(problem, case, variant).as_text()
+        assert ("mosaic_gpu" if variant else "__gpu$xla.gpu.triton") in text
+        lowered += 1
+    assert lowered
+
+
+def _jax_at_least(major, minor):
+    from backends.jax_pallas import _jax_version
+    return _jax_version() >= (major, minor)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_mosaic_gpu_kernels_in_the_interpreter(monkeypatch, dtype):
+    monkeypatch.setenv("WAYS_PALLAS_INTERPRET", "1")
+    if not _jax_at_least(0, 11):
+        pytest.skip("JAX < 0.11's GPU interpreter does not simulate TMA bounds")
+    import jax
+    import jax.numpy as jnp
+    from backends.jax_pallas import gemm, segreduce
+    rng = np.random.default_rng(0)
+    dt = getattr(jnp, dtype)
+    a = jnp.asarray(rng.uniform(-1, 1, (136, 192)), dt)       # M % 8, K % 64: a partial M tile
+    b = jnp.asarray(rng.uniform(-1, 1, (192, 128)), dt)
+    c = jax.jit(functools.partial(gemm.matmul, variant="mosaic_gpu"))(a, b)
+    ref = np.asarray(a, np.float64) @ np.asarray(b, np.float64)
+    np.testing.assert_allclose(np.asarray(c, np.float64), ref, rtol=2e-2, atol=2e-2)
+    x = jnp.asarray(rng.uniform(-1, 1, (72, 320)), dt)        # a partial 64-row block, 5 column tiles
+    y = jax.jit(functools.partial(segreduce.row_sum, variant="mosaic_gpu"))(x)
+    np.testing.assert_allclose(np.asarray(y), np.asarray(x, np.float64).sum(1), rtol=1e-5, atol=1e-4)
