@@ -19,7 +19,10 @@ for step in "$@"; do
     cutlass)          # issue 18: CUTLASS's tile / cluster configs (bf16), then the nvrtc[cutlass] part
       timeout 280 python -m tools.knob_sweep nvrtc gemm --variant cutlass --case 8192x8192x8192-bfloat16 \
         --case 4096x4096x4096-bfloat16 --case 16384x16384x512-bfloat16 --out "$OUT/$step/sweep"
-      run_ways -b "nvrtc[cutlass]" --cases all --compile-repeats 1 --timeout 200 --out "$OUT/$step/part" ;;
+      # a failed build restarts the worker, which compiles CUTLASS again (~35 s): no part unless one config ran
+      if grep -q '"status": "ok"' "$OUT/$step/sweep/sweep.json" 2>/dev/null; then
+        run_ways -b "nvrtc[cutlass]" --cases all --compile-repeats 1 --timeout 200 --out "$OUT/$step/part"
+      else echo "step $step: no config ran in the sweep: part skipped"; fi ;;
     cutlass-nvcc)     # issue 18: the nvcc column (CUTLASS's own host code), fresh nvcc processes
       python -m tools.cutlass_nvcc --repeats 3 --out "$OUT/$step" ;;
     cutlass-compile)  # issue 18: the talk's table, NVRTC side: fresh processes, 8192^3 bf16
