@@ -9,6 +9,11 @@ HAS_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes)
 # CUDA wheels.
 EXTRAS := $(if $(HAS_GPU),all,cpu,report,test,cutile-aot,nvrtc-aot,cute,ray,pallas-cpu,helion,cutlass-ops)
 
+TILELANG_SITE := $(abspath $(VENV))/tilelang-site
+TILELANG_PINS := tilelang==0.1.15 apache-tvm-ffi==0.1.12 z3-solver==4.15.4.0 torch-c-dlpack-ext==0.1.5 tqdm==4.70.1 \
+	nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-cuda-runtime==13.0.96 \
+	nvidia-cuda-cccl==13.0.85
+
 .PHONY: test demo clean
 
 $(VENV)/.installed: pyproject.toml Makefile
@@ -19,13 +24,16 @@ $(VENV)/.installed: pyproject.toml Makefile
 	# nvrtc[cutlass]: CUTLASS's C++ headers only; the wheel's Python deps (cuda-python, scipy, ...) are
 	# not used and would move cuda-bindings back a release
 	$(PY) -m pip install -q --no-deps nvidia-cutlass==4.2.0.0
+	# TileLang in a site of its own (WAYS_TILELANG_SITE): its apache-tvm-ffi < 0.1.13 clashes with the cute
+	# extra's, and its nvcc must come with the NVVM and crt of its own CUDA release (pip takes newer ones)
+	$(PY) -m pip install -q --no-deps --target $(TILELANG_SITE) $(TILELANG_PINS)
 	touch $@
 
 test: $(VENV)/.installed
-	$(PY) -m pytest
+	WAYS_TILELANG_SITE=$(TILELANG_SITE) $(PY) -m pytest
 
 demo: $(VENV)/.installed
-	$(VENV)/bin/ways run --quick --out reports/latest
+	WAYS_TILELANG_SITE=$(TILELANG_SITE) $(VENV)/bin/ways run --quick --out reports/latest
 	$(VENV)/bin/ways report reports/latest/results.json --html
 
 clean:

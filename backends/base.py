@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import importlib.machinery
 import importlib.util
 import os
 
@@ -135,7 +136,8 @@ class Backend:
 
     def exports(self, variant: str) -> bool:
         """Whether this variant can compile its kernels ahead of time here, without a GPU."""
-        return bool(self.aot_target) and all(_installed(m) for m in self.aot_modules(variant))
+        site = self.search_paths(variant).get("PYTHONPATH")       # a toolchain in a site of its own
+        return bool(self.aot_target) and all(_installed(m, site) for m in self.aot_modules(variant))
 
     def aot_environment(self, variant: str) -> dict[str, str]:
         """Environment variables export() needs set before the tool is imported."""
@@ -151,11 +153,14 @@ class Backend:
         return {var: os.path.join(tmpdir, sub) for var, sub in {**JIT_CACHES, **self.cache_vars}.items()}
 
 
-def _installed(module: str) -> bool:
+def _installed(module: str, site: str | None = None) -> bool:
+    """Importable here, or (a package in `site`, which only the backend's workers get) from there."""
     try:
-        return importlib.util.find_spec(module) is not None
+        if importlib.util.find_spec(module) is not None:
+            return True
     except (ImportError, ValueError):
-        return False
+        pass
+    return bool(site) and importlib.machinery.PathFinder.find_spec(module.split(".")[0], [site]) is not None
 
 
 def cuda_simulator() -> bool:

@@ -1,8 +1,9 @@
 """Without a GPU, a backend that compiles ahead of time (cuTile: export_kernel; NVRTC: a cubin
-through cuda.core; CuTe DSL: cute.compile for sm_90a)
+through cuda.core; CuTe DSL: cute.compile for sm_90a; TileLang: its nvcc-built library, from its site)
 still compiles every test case for sm_90; the records say compile_only and the
 compile figures say ahead_of_time."""
 import importlib.metadata
+import os
 
 import pytest
 
@@ -31,8 +32,15 @@ def nvrtc_library() -> str | None:
     return None
 
 
+def tilelang_site() -> str | None:
+    site = os.environ.get("WAYS_TILELANG_SITE")
+    if not site or not os.path.isdir(os.path.join(site, "tilelang")):
+        return "no TileLang site (make test installs one and sets WAYS_TILELANG_SITE)"
+    return None
+
+
 TOOLCHAIN = {"cutile": distribution("nvidia-cuda-tileiras", "cutile-aot"), "nvrtc": nvrtc_library,
-             "cute_dsl": distribution("nvidia-cutlass-dsl", "cute")}
+             "cute_dsl": distribution("nvidia-cutlass-dsl", "cute"), "tilelang": tilelang_site}
 PAIRS = [pytest.param(b, p, id=f"{b}-{p}") for b in TOOLCHAIN for p in sorted(backends.problems_of(b))]
 
 

@@ -39,11 +39,11 @@ for step in "$@"; do
         --timeout 250 --out "$OUT/$step/part" ;;
     upstream)         # issue 20: the tools' own examples for the same operations (.upstream/ carried)
       bash tools/upstream_examples.sh "$OUT/$step" cutile cccl numba ;;
-    new-ways)         # issue 24: the DLPack stream probe, then JAX Pallas, Helion (fixed configs) and the
-                      # CUTLASS Operator API (first candidate) on every case (their autotuned variants: later)
+    new-ways)         # issue 24: the DLPack stream probe, then JAX Pallas, Helion (fixed configs), the CUTLASS
+                      # Operator API (first candidate) and TileLang on every case (autotuned variants: later)
       timeout 120 python -m tools.jax_stream_probe
-      run_ways -b jax_pallas -b "helion[fixed]" -b "cutlass_ops[first]" --cases all --compile-repeats 1 \
-        --timeout 200 --out "$OUT/$step/part" ;;
+      WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} run_ways -b jax_pallas -b "helion[fixed]" \
+        -b "cutlass_ops[first]" -b tilelang --cases all --compile-repeats 1 --timeout 200 --out "$OUT/$step/part" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
   echo "step $step: $((SECONDS - t0)) s"; gpu_state "$step"

@@ -1,0 +1,74 @@
+"""TileLang (tile-ai): tile programs in a Python DSL on TVM, lowered to CUDA C++ (TMA, wgmma on Hopper)
+and built with nvcc; torch tensors, launched on torch's current stream (the lab's, through
+stream_context).
+
+TileLang 0.1.15 needs apache-tvm-ffi < 0.1.13 (the cute extra pins >= 0.1.15) and an nvcc whose NVVM
+and crt are of the same CUDA release as the driver's (13.0 here: pip would take newer ones). So it may
+live in a site of its own: WAYS_TILELANG_SITE names it, and only TileLang's workers get it on their
+PYTHONPATH and PATH (as cuTile's site). Without a GPU, each test case is still compiled for sm_90a."""
+import os
+
+from backends.base import Backend, TorchArrays, Unavailable, torch_stream, torch_stream_context
+
+SITE_VAR = "WAYS_TILELANG_SITE"
+
+
+def target(arch: str | None = None) -> dict:
+    """TileLang's target for `arch` ("sm_90a"), or for the current device (sm_90 needs the "a" for wgmma)."""
+    if arch is None:
+        import torch
+        major, minor = torch.cuda.get_device_capability()
+        arch = f"sm_{major}{minor}{'a' if major == 9 else ''}"
+    return {"kind": "cuda", "arch": arch}
+
+
+def compile_program(program, arch: str | None = None):
+    import tilelang
+    return tilelang.compile(program, target=target(arch))
+
+
+class TileLang(TorchArrays, Backend):
+    family = "tile"
+    extra = "tilelang"
+    aot_target = "sm_90a"
+    distributions = ("tilelang", "apache-tvm-ffi", "nvidia-cuda-nvcc", "torch")
+    min_compute_capability = (8, 0)
+    cache_vars = {"TILELANG_CACHE_DIR": "tilelang"}   # noqa: RUF012  its kernel cache
+
+    def modules(self, variant):
+        return ("tilelang", "torch")
+
+    def aot_modules(self, variant):
+        return ("tilelang",)
+
+    def search_paths(self, variant):
+        site = os.environ.get(SITE_VAR)
+        return {"PYTHONPATH": site, "PATH": os.path.join(site, "nvidia", "cu13", "bin")} if site else {}
+
+    def load(self, variant):
+        import torch
+        if not torch.cuda.is_available():
+            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
+
+    def export(self, problem, case, variant):
+        """The case's kernel compiled ahead of time for aot_target: the shared library TileLang builds
+        (nvcc: the kernel's cubin and its host launcher)."""
+        import tempfile
+
+        from backends import implementation
+        kernel = compile_program(implementation(self.name, problem).program(case), self.aot_target)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "kernel.so")
+            kernel.export_library(path)
+            with open(path, "rb") as f:
+                return f.read()
+
+    def stream(self, handle, variant):
+        return None if handle is None else torch_stream(handle)
+
+    def stream_context(self, stream, variant):
+        import contextlib
+        return contextlib.nullcontext() if stream is None else torch_stream_context(stream)
+
+
+BACKEND = TileLang()
