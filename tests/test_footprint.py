@@ -42,3 +42,18 @@ def test_recorded_installed_size_and_not_applicable_reasons_reach_the_scorecard(
     assert any("float32" in reason for reason in rows["cute_dsl"]["not applicable"])
     numpy_reasons = rows["array_api[numpy]"]["not applicable"]
     assert numpy_reasons and all("NumPy" in r and "float16" in r for r in numpy_reasons)
+
+
+def test_min_driver_cuda_is_read_from_the_extras_packages():
+    """A CUDA wheel names its release (cupy-cuda13x, nvidia-libmathdx-cu13) or, for NVIDIA's CUDA wheels,
+    carries it as its version's major; an extra with none falls back to what the backend declares."""
+    assert scorecard.cuda_from_packages([{"name": "numpy", "version": "2.4.6"}]) == ""
+    assert scorecard.cuda_from_packages([{"name": "cupy-cuda13x", "version": "14.2.0"},
+                                         {"name": "cuda-bindings", "version": "12.9.0"}]) == "13 (cupy-cuda13x)"
+    assert scorecard.cuda_from_packages([{"name": "cuda-bindings", "version": "13.5.0"}]) == "13 (cuda-bindings 13.5.0)"
+    recorded = json.loads((ROOT / "reports/footprint/linux-x86_64-cp311.json").read_text())
+    doc = json.loads((ROOT / "reports/h100/full/results.json").read_text())
+    doc["footprint"] = recorded
+    rows = {r["implementation"]: r for r in scorecard.rows(doc)}
+    assert rows["array_api[cupy]"]["min driver CUDA"] == "13 (cupy-cuda13x)"
+    assert rows["warp_tiles"]["min driver CUDA"].endswith("(declared)")       # warp-lang's name says no CUDA

@@ -1,12 +1,14 @@
 """A scorecard per implementation: what a team weighs when choosing a tool, each cell measured in
 the results (best % of peak per problem, compile cold / warm, first call, launch overhead, LOC,
 the dtypes it passed, import time in the cold compile processes) or read from the backend and the
-installed packages (ahead-of-time target, minimum compute capability and driver, licence), never
-typed in; with `ways report --footprint FILE`, each extra's download size and package count as
-tools/footprint.py measured them with pip's resolver."""
+packages (ahead-of-time target, minimum compute capability, licence; the CUDA release its extra's
+packages are built for, which the driver must support, from pip's resolution where recorded),
+never typed in; with `ways report --footprint FILE`, each extra's download size and package count
+as tools/footprint.py measured them with pip's resolver."""
 from __future__ import annotations
 
 import importlib.metadata
+import re
 import statistics
 from collections import defaultdict
 
@@ -24,6 +26,31 @@ def licence(distribution: str) -> str:
         text = next((c.split(" :: ")[-1] for c in meta.get_all("Classifier") or [] if c.startswith("License ::")),
                     text[:40])
     return text
+
+
+# a wheel built for one CUDA major says so in its name (cupy-cuda13x, nvidia-libmathdx-cu13,
+# nvidia-cutlass-dsl-libs-cu13, jax-cuda13-plugin) or, for NVIDIA's CUDA wheels, in its version's major
+CUDA_IN_NAME = re.compile(r"(?:^|[-_])cu(?:da)?(\d{2})(?:x)?(?:[-_]|$)")
+CUDA_BY_VERSION = ("cuda-bindings", "cuda-toolkit", "nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-cuda-nvcc",
+                   "nvidia-nvjitlink", "nvidia-nvvm")
+
+
+def cuda_from_packages(resolved: list[dict]) -> str:
+    """The newest CUDA major the resolved packages are built for, and the package that says so
+    ("13 (cupy-cuda13x)"): a driver of that CUDA release at least is needed. "" when none is
+    (nothing CUDA in the extra)."""
+    found = []
+    for p in resolved:
+        name = p["name"].lower()
+        m = CUDA_IN_NAME.search(name)
+        if m:
+            found.append((int(m.group(1)), name))
+        elif name in CUDA_BY_VERSION and p.get("version", "").split(".")[0].isdigit():
+            found.append((int(p["version"].split(".")[0]), f"{name} {p['version']}"))
+    if not found:
+        return ""
+    major = max(v for v, _ in found)
+    return f"{major} ({next(n for v, n in sorted(found) if v == major)})"
 
 
 def rows(doc: dict) -> list[dict]:
@@ -64,7 +91,9 @@ def rows(doc: dict) -> list[dict]:
                                       if r["status"] == "not_applicable" and r.get("reason")}),
             "ahead of time": backend.aot_target or "no",
             "min compute capability": ".".join(map(str, backend.min_compute_capability)),
-            "min driver CUDA": ".".join(map(str, backend.min_driver_cuda)),
+            # from the extra's packages where pip's resolution names a CUDA release, else what the backend declares
+            "min driver CUDA": cuda_from_packages(fp.get("resolved") or [])
+            or ".".join(map(str, backend.min_driver_cuda)) + " (declared)",
             "licence": licence(backend.distributions[0]) if backend.distributions else "",
         })
     return out
@@ -77,7 +106,9 @@ NOTE = ("Per implementation: best % of peak (cold) per problem, the longest impo
         "and packages: pip's resolution of the backend's extra, installed MB: the same installed in a fresh "
         "environment and measured on disk (tools/footprint.py, given with --footprint; they include the lab's "
         "own few dependencies; blank: not measured); not applicable: the reasons its cases gave (the dtypes and "
-        "shapes it does not take).")
+        "shapes it does not take); min driver CUDA: the newest CUDA major among the extra's resolved packages "
+        "(named by the package that says so; \"(declared)\": no package names one, or no resolution recorded: the "
+        "backend's own figure).")
 TEXT_COLUMNS = ("dtypes", "ahead of time", "min cc", "min driver", "licence", "not applicable")
 
 
