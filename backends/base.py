@@ -42,6 +42,7 @@ class Backend:
     distributions: tuple[str, ...] = ()   # package names whose versions go into the results
     min_compute_capability = (7, 0)
     min_driver_cuda = (12, 0)
+    site_var: str | None = None     # an environment variable naming a site of the tool's own (search_paths)
     cache_vars: dict[str, str] = {}  # noqa: RUF012  extra JIT cache env vars -> sub-folder of the cache dir
     aot_target = ""                 # e.g. "sm_90": export() compiles a case for it without a GPU
     family = ""                     # no kernel, SIMT, tile, tensor-core DSL or C++: one colour each in figures
@@ -87,8 +88,11 @@ class Backend:
 
     def search_paths(self, variant: str) -> dict[str, str]:
         """Entries to put in front of PATH-like variables (PATH, PYTHONPATH) in this backend's
-        worker processes only: a toolchain that must not reach the other backends."""
-        return {}
+        worker processes only: a toolchain that must not reach the other backends. By default the
+        site (a pip --target folder) named by the environment variable `site_var`, if set, and its
+        CUDA wheels' bin folder."""
+        site = os.environ.get(self.site_var) if self.site_var else None
+        return {"PYTHONPATH": site, "PATH": os.path.join(site, "nvidia", "cu13", "bin")} if site else {}
 
     def stream(self, handle: int, variant: str):
         """The tool's own object for the harness's CUDA stream (given as a raw handle)."""
@@ -222,6 +226,17 @@ class TorchArrays:
 
     def overwrite(self, dst, host, dtype, variant):
         dst.copy_(torch_to_device(host, dtype, "cpu"))
+
+
+class TorchStream:
+    """Mixin for backends that launch on torch's current stream: the harness's stream becomes it
+    around build() and run() (no stream: the CPU interpreters' runs)."""
+
+    def stream(self, handle, variant):
+        return None if handle is None else torch_stream(handle)
+
+    def stream_context(self, stream, variant):
+        return contextlib.nullcontext() if stream is None else torch_stream_context(stream)
 
 
 def torch_to_device(a: np.ndarray, dtype: str, device: str):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import io
 import json
 import re
 import shutil
@@ -34,15 +33,8 @@ def nvdisasm() -> str:
 
 
 def cubin(dtype: str, variant: str, knobs: dict, size: int = 4096) -> bytes:
-    from cuda.tile.compilation import CallingConvention, KernelSignature, export_kernel
-
-    from backends.cutile import array_param, gemm
-    kernel, _, consts = gemm.launch_plan(dtype, size, size, 132, variant, **knobs)
-    params = [*(array_param(dtype, (size, size)) for _ in range(3)), *consts]
-    out = io.BytesIO()
-    export_kernel(kernel, [KernelSignature(params, CallingConvention.cutile_python_v1())], out, gpu_code="sm_90",
-                  output_format="cubin")
-    return out.getvalue()
+    from backends.cutile import gemm_cubin
+    return gemm_cubin(dtype, size, size, size, variant, "sm_90", **knobs)
 
 
 def counts(binary: bytes) -> dict:

@@ -22,6 +22,7 @@ from pathlib import Path
 import problems
 from backends.nvrtc import _gemm_cutlass as cutlass_gemm
 from harness.run.session import Session
+from tools.knob_sweep import GEMM_CASES
 from tools.sweep import build_and_check, failed, print_case, reference_ms, timed
 
 HOST = r"""
@@ -109,8 +110,7 @@ def main(argv=None) -> int:
         libs[dtype].lab_run.argtypes = [ctypes.c_void_p]
 
     prob, s, sessions = problems.get("gemm"), Session("nvrtc", ""), {}
-    for name in args.case or [c for c in ("8192x8192x8192-bfloat16", "8192x8192x8192-float16",
-                                          "4096x4096x4096-bfloat16", "16384x16384x512-bfloat16")]:
+    for name in args.case or GEMM_CASES:
         case = prob.case(name)
         label, ref_ms = reference_ms("gemm", case, s, sessions)
         row = {"case": name, "implementation": f"CUTLASS C++ (nvcc, {args.config})"}

@@ -7,16 +7,13 @@ so they may live in a site of their own: WAYS_CUTILE_SITE names it, and only cuT
 it on their PYTHONPATH and PATH.
 
 Variant "tf32x3" (GEMM): float32 as three TF32 tensor-core products (backends/cutile/gemm.py)."""
-import os
 
 from backends.base import Backend, TorchArrays, Unavailable
 from problems.base import DTYPES
 
-SITE_VAR = "WAYS_CUTILE_SITE"
-
-
 class CuTile(TorchArrays, Backend):
     family = "tile"
+    site_var = "WAYS_CUTILE_SITE"     # its compiler's own site (see above)
     extra = "cutile"
     aot_target = "sm_90"          # without a GPU (CI) each test case is still compiled, for the H100
     distributions = ("cuda-tile", "nvidia-cuda-tileiras", "nvidia-cuda-nvcc", "nvidia-nvvm", "torch")
@@ -33,10 +30,6 @@ class CuTile(TorchArrays, Backend):
             return "tf32x3 is a float32 product; 16-bit inputs take the default kernel"
         return None
 
-    def search_paths(self, variant):
-        site = os.environ.get(SITE_VAR)
-        return {"PYTHONPATH": site, "PATH": os.path.join(site, "nvidia", "cu13", "bin")} if site else {}
-
     def load(self, variant):
         import torch
         if not torch.cuda.is_available():
@@ -48,10 +41,8 @@ class CuTile(TorchArrays, Backend):
     def export(self, problem, case, variant):
         """The case's kernel compiled ahead of time for aot_target, as the JIT would build it for
         arrays of the case's shapes (same constants, same alignment facts)."""
-        import io
-
         import cuda.tile as ct
-        from cuda.tile.compilation import CallingConvention, KernelSignature, ScalarConstraint, export_kernel
+        from cuda.tile.compilation import ScalarConstraint
 
         from backends import implementation
         module, s, dt = implementation(self.name, problem), case.shape, case.dtype
@@ -62,13 +53,26 @@ class CuTile(TorchArrays, Backend):
             x = array_param(dt, (s["rows"], s["cols"]))
             kernel, params = module.row_sum, [x, array_param("float32", (s["rows"],)), rows, cols]
         else:
-            m, n, k = s["M"], s["N"], s["K"]
-            kernel, _, consts = module.launch_plan(dt, m, n, 1, variant)
-            params = [*(array_param(dt, shape) for shape in ((m, k), (k, n), (m, n))), *consts]
-        out = io.BytesIO()
-        export_kernel(kernel, [KernelSignature(params, CallingConvention.cutile_python_v1())], out,
-                      gpu_code=self.aot_target, output_format="cubin")
-        return out.getvalue()
+            return gemm_cubin(dt, s["M"], s["N"], s["K"], variant, self.aot_target)
+        return cubin(kernel, params, self.aot_target)
+
+
+def cubin(kernel, params: list, gpu_code: str) -> bytes:
+    """`kernel` compiled ahead of time for `gpu_code` (e.g. "sm_90") with these parameters."""
+    import io
+
+    from cuda.tile.compilation import CallingConvention, KernelSignature, export_kernel
+    out = io.BytesIO()
+    export_kernel(kernel, [KernelSignature(params, CallingConvention.cutile_python_v1())], out,
+                  gpu_code=gpu_code, output_format="cubin")
+    return out.getvalue()
+
+
+def gemm_cubin(dtype: str, m: int, n: int, k: int, variant: str, gpu_code: str, **knobs) -> bytes:
+    """The GEMM kernel for an m x k x n case, with backends/cutile/gemm.py's plan (or the knobs given)."""
+    from backends import implementation
+    kernel, _, consts = implementation("cutile", "gemm").launch_plan(dtype, m, n, 1, variant, **knobs)
+    return cubin(kernel, [*(array_param(dtype, shape) for shape in ((m, k), (k, n), (m, n))), *consts], gpu_code)
 
 
 def compile_on_scratch(stream, grid, kernel, args):

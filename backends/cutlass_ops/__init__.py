@@ -5,14 +5,13 @@ alignment, target) fit the case; each Operator then supports() / compile() / run
 variant: compile every candidate, time each on the case in build() and keep the fastest (that
 share of build time is reported apart, `autotune_s`; nvMatmulHeuristics ranks SM100 kernels only);
 `first`: the first candidate in discovery order, no search. Torch tensors, the lab's stream."""
-import contextlib
 
-from backends.base import Backend, TorchArrays, Unavailable, torch_stream, torch_stream_context
+from backends.base import Backend, TorchArrays, TorchStream, Unavailable
 
 TARGET_SM = "90a"
 
 
-class CutlassOps(TorchArrays, Backend):
+class CutlassOps(TorchArrays, TorchStream, Backend):
     family = "tensor-core DSL"
     extra = "cutlass-ops"
     variants = ("", "first")
@@ -29,11 +28,6 @@ class CutlassOps(TorchArrays, Backend):
             raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
         import cutlass.operators  # noqa: F401
 
-    def stream(self, handle, variant):
-        return None if handle is None else torch_stream(handle)
-
-    def stream_context(self, stream, variant):
-        return contextlib.nullcontext() if stream is None else torch_stream_context(stream)
 
 
 BACKEND = CutlassOps()

@@ -6,11 +6,10 @@ so its build is Helion's code generation plus Triton's compile. Without a GPU, T
 runs the generated Triton code (fixed configs) in Triton's interpreter on CPU tensors. (Helion's
 own HELION_INTERPRET=1 eager mode runs elementwise and segreduce on the CPU too, but not the GEMM:
 torch has no CPU kernel for `aten::mm.dtype`.)"""
-import contextlib
 import math
 import os
 
-from backends.base import Backend, TorchArrays, Unavailable, torch_stream, torch_stream_context
+from backends.base import Backend, TorchArrays, TorchStream, Unavailable
 
 INTERPRETED_WORK = 2**24
 
@@ -19,7 +18,7 @@ def interpreted() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
-class Helion(TorchArrays, Backend):
+class Helion(TorchArrays, TorchStream, Backend):
     family = "tile"
     extra = "helion"
     variants = ("", "fixed")
@@ -51,11 +50,6 @@ class Helion(TorchArrays, Backend):
             return "Triton interpreter: it mishandles bf16 tl.dot and Helion's padding of dims under 16"
         return None
 
-    def stream(self, handle, variant):
-        return None if handle is None else torch_stream(handle)
-
-    def stream_context(self, stream, variant):
-        return contextlib.nullcontext() if stream is None else torch_stream_context(stream)
 
 
 BACKEND = Helion()

@@ -11,11 +11,10 @@ wait for the kernel. run() returns that output (a buffer XLA allocated) instead 
 poisoned one, as the array-API rows do. Without a GPU, WAYS_PALLAS_INTERPRET=1 runs the small test
 cases through Pallas's interpreters on the CPU (Triton lowering: `interpret=True`; Mosaic GPU:
 `plgpu.InterpretGPUParams()`, which simulates SMEM, barriers and TMA)."""
-import contextlib
 import math
 import os
 
-from backends.base import Backend, TorchArrays, Unavailable, torch_stream, torch_stream_context
+from backends.base import Backend, TorchArrays, TorchStream, Unavailable
 
 INTERPRETED_WORK = 2**30       # the interpreters run the grid as XLA ops on the CPU: GEMM 1000^3 in seconds
 
@@ -37,7 +36,7 @@ def interpret_param(variant: str):
     return True
 
 
-class JaxPallas(TorchArrays, Backend):
+class JaxPallas(TorchArrays, TorchStream, Backend):
     family = "tile"
     extra = "pallas"
     variants = ("", "mosaic_gpu")
@@ -94,11 +93,6 @@ class JaxPallas(TorchArrays, Backend):
         MLIR inside) for an H100, as bytes. No cubin: that step is XLA's, on a GPU."""
         return lower_for_h100(problem, case, variant).as_text().encode()
 
-    def stream(self, handle, variant):
-        return None if handle is None else torch_stream(handle)
-
-    def stream_context(self, stream, variant):
-        return contextlib.nullcontext() if stream is None else torch_stream_context(stream)
 
 
 def mosaic_gpu_limits(problem, case) -> str | None:

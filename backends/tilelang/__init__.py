@@ -8,10 +8,7 @@ live in a site of its own: WAYS_TILELANG_SITE names it, and only TileLang's work
 PYTHONPATH and PATH (as cuTile's site). Without a GPU, each test case is still compiled for sm_90a."""
 import os
 
-from backends.base import Backend, TorchArrays, Unavailable, torch_stream, torch_stream_context
-
-SITE_VAR = "WAYS_TILELANG_SITE"
-
+from backends.base import Backend, TorchArrays, TorchStream, Unavailable
 
 def target(arch: str | None = None) -> dict:
     """TileLang's target for `arch` ("sm_90a"), or for the current device (sm_90 needs the "a" for wgmma)."""
@@ -27,8 +24,9 @@ def compile_program(program, arch: str | None = None):
     return tilelang.compile(program, target=target(arch))
 
 
-class TileLang(TorchArrays, Backend):
+class TileLang(TorchArrays, TorchStream, Backend):
     family = "tile"
+    site_var = "WAYS_TILELANG_SITE"     # its compiler's own site (see above)
     extra = "tilelang"
     aot_target = "sm_90a"
     distributions = ("tilelang", "apache-tvm-ffi", "nvidia-cuda-nvcc", "torch")
@@ -40,10 +38,6 @@ class TileLang(TorchArrays, Backend):
 
     def aot_modules(self, variant):
         return ("tilelang",)
-
-    def search_paths(self, variant):
-        site = os.environ.get(SITE_VAR)
-        return {"PYTHONPATH": site, "PATH": os.path.join(site, "nvidia", "cu13", "bin")} if site else {}
 
     def load(self, variant):
         import torch
@@ -63,12 +57,6 @@ class TileLang(TorchArrays, Backend):
             with open(path, "rb") as f:
                 return f.read()
 
-    def stream(self, handle, variant):
-        return None if handle is None else torch_stream(handle)
-
-    def stream_context(self, stream, variant):
-        import contextlib
-        return contextlib.nullcontext() if stream is None else torch_stream_context(stream)
 
 
 BACKEND = TileLang()

@@ -1,11 +1,10 @@
 """Triton: block-level programs in Python; arrays are torch tensors, launched on torch's current
 stream. Under TRITON_INTERPRET=1 (CI, no GPU) the interpreter runs the small fp32/fp16 test cases
 on CPU tensors."""
-import contextlib
 import math
 import os
 
-from backends.base import Backend, TorchArrays, Unavailable, torch_stream, torch_stream_context
+from backends.base import Backend, TorchArrays, TorchStream, Unavailable
 
 INTERPRETED_WORK = 2**27        # the interpreter runs blocks as NumPy on the CPU: keep it small
 
@@ -14,7 +13,7 @@ def interpreted() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
-class Triton(TorchArrays, Backend):
+class Triton(TorchArrays, TorchStream, Backend):
     family = "tile"
     extra = "triton"
     distributions = ("triton", "torch")
@@ -37,11 +36,6 @@ class Triton(TorchArrays, Backend):
             return "Triton interpreter: small fp32/fp16 test cases only (it mishandles bf16 tl.dot)"
         return None
 
-    def stream(self, handle, variant):
-        return None if handle is None else torch_stream(handle)
-
-    def stream_context(self, stream, variant):
-        return contextlib.nullcontext() if stream is None else torch_stream_context(stream)
 
 
 BACKEND = Triton()
