@@ -112,7 +112,8 @@ class Backend:
     def available(self, variant: str) -> tuple[bool, str]:
         """Cheap check, no import of the tool: packages present, GPU new enough. Never raises."""
         try:
-            missing = [m for m in self.modules(variant) if not _installed(m)]
+            site = self.search_paths(variant).get("PYTHONPATH")   # only this backend's workers get it
+            missing = [m for m in self.modules(variant) if not _installed(m, site)]
             if missing:
                 extra = self.extra_for(variant)
                 hint = f" (pip install '.[{extra}]')" if extra else ""

@@ -52,3 +52,25 @@ def test_cache_env_points_every_known_jit_cache_into_the_given_dir(tmp_path):
         for var in ("CUDA_CACHE_PATH", "NUMBA_CACHE_DIR", "TRITON_CACHE_DIR", "CUPY_CACHE_DIR",
                     "TORCHINDUCTOR_CACHE_DIR", "CUTE_DSL_CACHE_DIR", "CUDA_TILE_CACHE_DIR", "WARP_CACHE_PATH"):
             assert env[var].startswith(str(tmp_path)), (name, var)
+
+
+def test_a_tool_installed_only_in_its_own_site_is_available(tmp_path, monkeypatch):
+    """TileLang lives in WAYS_TILELANG_SITE, seen only by its workers: the availability check must look
+    there too (it did not, and the H100 run reported 'missing tilelang' with the site unpacked)."""
+    from backends.base import Backend
+
+    class SiteTool(Backend):
+        name, variants, site_var = "site_tool", ("",), "WAYS_TEST_SITE"
+
+        def modules(self, variant):
+            return ("ways_site_only_tool",)
+
+        def device(self, variant):
+            return "cpu"
+
+    tool = SiteTool()
+    assert tool.available("") == (False, "missing ways_site_only_tool")
+    (tmp_path / "ways_site_only_tool").mkdir()
+    (tmp_path / "ways_site_only_tool" / "__init__.py").write_text("")
+    monkeypatch.setenv("WAYS_TEST_SITE", str(tmp_path))
+    assert tool.available("") == (True, "")

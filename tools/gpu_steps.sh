@@ -1,18 +1,22 @@
 #!/bin/bash
 # One step of a GPU session on the node (a call lasts at most 10 minutes), after the lab's bundle is
 # unpacked (source /tmp/gpu-site/env.sh) and, for cuTile, its own site (/tmp/cutile-site). Each step
-# writes under $OUT/<step>/ and records the GPU's clocks, power and state before and after.
+# writes under $WORK/<step>/, records the GPU's clocks, power and state before and after, and is packed
+# as $OUT/<step>.tgz when it ends (the node sends back at most 8 files a call).
 #
-#   bash tools/gpu_steps.sh STEP...      steps: cutlass, cutlass-nvcc, cutlass-compile, numba-cccl,
-#                                        cutile-sweep, cutile, upstream, new-ways
+#   bash tools/gpu_steps.sh STEP...      steps: cutlass, cutlass-part, cutlass-nvcc, cutlass-compile,
+#                                        numba-cccl, cutile-sweep, cutile, upstream, new-ways
 set -uo pipefail
-OUT=${OUT:?set OUT}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
+OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
 gpu_state() { nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,pstate,temperature.gpu \
   --format=csv,noheader >> "$OUT/$1/gpu-state.csv"; }
 with_cutile() { PYTHONPATH=$CUTILE_SITE:$PYTHONPATH PATH=$CUTILE_SITE/nvidia/cu13/bin:$PATH "$@"; }
-run_ways() { python -m harness run "$@"; }
+# SIGINT before the call's limit: the run keeps what it measured (results.json, complete: false) and the
+# step is still packed (a call killed at its limit returns nothing of a step in flight)
+run_ways() { timeout --signal=INT --kill-after=30 "${STEP_TIMEOUT:-540}" python -m harness run "$@"; }
 
+final=$OUT; OUT=$WORK
 for step in "$@"; do
   mkdir -p "$OUT/$step"; gpu_state "$step"; t0=$SECONDS
   case $step in
@@ -23,10 +27,17 @@ for step in "$@"; do
       if grep -q '"status": "ok"' "$OUT/$step/sweep/sweep.json" 2>/dev/null; then
         run_ways -b "nvrtc[cutlass]" --cases all --compile-repeats 1 --timeout 200 --out "$OUT/$step/part"
       else echo "step $step: no config ran in the sweep: part skipped"; fi ;;
+    cutlass-part)     # issue 18: the default config (no sweep) on the headline case, then every case
+      run_ways -b "nvrtc[cutlass]" --quick --timeout 200 --out "$OUT/$step/quick"
+      if grep '"variant": "cutlass"' "$OUT/$step/quick/results.jsonl" | grep -q '"status": "ok"'; then
+        run_ways -b "nvrtc[cutlass]" --cases all --compile-repeats 1 --timeout 200 --out "$OUT/$step/part"
+      else echo "step $step: the quick run failed: part skipped"; fi ;;
     cutlass-nvcc)     # issue 18: the nvcc column (CUTLASS's own host code), fresh nvcc processes
       python -m tools.cutlass_nvcc --repeats 3 --out "$OUT/$step" ;;
     cutlass-compile)  # issue 18: the talk's table, NVRTC side: fresh processes, 8192^3 bf16
-      python -m tools.compile_table --impl "nvrtc[cutlass]" --repeats 3 --out "$OUT/$step" ;;
+      python -m tools.compile_table --impl "nvrtc[cutlass]" --repeats ${REPEATS:-3} --out "$OUT/$step" ;;
+    upstream-cccl)    # issue 20: cuda.compute's own segmented-reduce benchmark alone
+      bash tools/upstream_examples.sh "$OUT/$step" cccl ;;
     numba-cccl)       # issue 20: numba_simt packed loads, cuda_compute short rows (the full-run part)
       run_ways -b numba_simt -b cuda_coop -b cuda_compute --cases all --compile-repeats 1 --timeout 250 \
         --out "$OUT/$step/part" ;;
@@ -41,10 +52,11 @@ for step in "$@"; do
       bash tools/upstream_examples.sh "$OUT/$step" cutile cccl numba ;;
     new-ways)         # issue 24: the DLPack stream probe, then JAX Pallas, Helion (fixed configs), the CUTLASS
                       # Operator API (first candidate) and TileLang on every case (autotuned variants: later)
-      timeout 120 python -m tools.jax_stream_probe
+      timeout 120 python -m tools.jax_stream_probe 2>&1 | tee "$OUT/$step/jax_stream_probe.txt"
       WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} run_ways -b jax_pallas -b "helion[fixed]" \
         -b "cutlass_ops[first]" -b tilelang --cases all --compile-repeats 1 --timeout 200 --out "$OUT/$step/part" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
   echo "step $step: $((SECONDS - t0)) s"; gpu_state "$step"
+  tar -C "$OUT" -czf "$final/$step.tgz" "$step"
 done

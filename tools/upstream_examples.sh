@@ -61,7 +61,8 @@ cccl)
   (cd $d && python variable_sum.py -b variable_medium_dynamic -a "T{ct}=F32" -a "Elements{io}[pow2]=28" \
      -a "MaxSegmentSize[pow2]=8" -a "GuaranteedMaxSegSize[pow2]=8" --md "$out/cccl-random-sizes.md") \
      2>&1 | tail -20 | tee "$out/cccl-random-sizes.txt"
-  (cd $d && python - --md "$out/cccl-rows256.md" <<'EOF') 2>&1 | tail -20 | tee "$out/cccl-rows256.txt"
+  # a file, not stdin: nvbench parses every argv entry, and `python -` leaves "-" among them
+  cat > $d/rows256.py <<'EOF'
 import sys
 import cupy as cp
 import cuda.bench as bench
@@ -75,6 +76,7 @@ b.add_int64_axis("MaxSegmentSize", [256])
 b.add_int64_axis("GuaranteedMaxSegSize", [0, 256])
 bench.run_all_benchmarks(sys.argv)
 EOF
+  (cd $d && python rows256.py --md "$out/cccl-rows256.md") 2>&1 | tail -20 | tee "$out/cccl-rows256.txt"
   ;;
 numba)
   python - <<'EOF' 2>&1 | tee "$out/numba-vecadd.txt"
