@@ -105,6 +105,16 @@ class Backend:
     def release(self, variant: str) -> None:
         """Give cached device memory back between cases (caching allocators keep it)."""
 
+    def first_build_s(self, problem: str, variant: str) -> float:
+        """About how long a first build takes, seconds (measured on the H100): `ways run --jobs`
+        starts the slowest builders first, since each worker builds its cases one after another."""
+        return 1.0
+
+    def build_times_kernels(self, problem: str, variant: str) -> bool:
+        """Whether build() times kernels (an autotuner): with several workers on one GPU
+        (`ways run --jobs`) it then needs the GPU alone, as the harness's own timing does."""
+        return False
+
     # -- shared ---------------------------------------------------------------------------
     def label(self, variant: str) -> str:
         return f"{self.name}[{variant}]" if variant else self.name
@@ -156,6 +166,13 @@ class Backend:
         """Every JIT cache the lab knows of, and the backend's own, pointed into `tmpdir`: a worker
         with a fresh `tmpdir` compiles from nothing (the CUDA driver's PTX cache included)."""
         return {var: os.path.join(tmpdir, sub) for var, sub in {**JIT_CACHES, **self.cache_vars}.items()}
+
+
+def compiling():
+    """Around the part of a build() that only compiles (no GPU work, no memory copies): with several
+    workers on one GPU (`ways run --jobs`) another may time its kernels meanwhile. A no-op otherwise."""
+    from harness.measure.gpu_lock import LOCK
+    return LOCK.released()
 
 
 def _installed(module: str, site: str | None = None) -> bool:

@@ -146,6 +146,8 @@ def cmd_run(args) -> int:
         raise UsageError(f"--compile-repeats {args.compile_repeats} must be at least 1")
     if args.compile_jobs < 0:
         raise UsageError(f"--compile-jobs {args.compile_jobs} must be 0 (automatic) or more")
+    if args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs} must be at least 1")
     if args.quick and (args.shape or args.case):
         raise UsageError("--quick picks its own cases: leave out --shape and --case")
     case = custom_case(args)
@@ -162,7 +164,7 @@ def cmd_run(args) -> int:
                    out=out, item_timeout=args.timeout, measure_compile=not (args.no_compile or args.quick),
                    compile_repeats=args.compile_repeats, retry_after_timeout=args.retry_after_timeout,
                    dtype=dtype_of(args.dtype).name if args.dtype and case is None else None,
-                   case_names=names, quick=args.quick, compile_jobs=args.compile_jobs)
+                   case_names=names, quick=args.quick, compile_jobs=args.compile_jobs, jobs=args.jobs)
     signal.signal(signal.SIGTERM, _interrupt)     # a killed run ends like Ctrl-C: its results written
     if args.ray or args.gpus:
         return _run_spread(args, opts, out)
@@ -291,6 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--compile-repeats", type=int, default=3, help="processes each for cold and warm (default 3)")
     run.add_argument("--compile-jobs", type=int, default=0,
                      help="implementations whose compile-time processes run at once (default: a quarter of the cores)")
+    run.add_argument("--jobs", type=int, default=1,
+                     help="implementations whose workers run at once on one GPU: their CPU work (references, "
+                          "compiling) overlaps, the GPU is theirs alone while one times (default 1)")
     run.add_argument("--gpus", help="one worker lane per GPU: all, a count, or indices such as 0,2")
     run.add_argument("--ray", metavar="ADDRESS",
                      help="run on a Ray cluster (ray://host:10001, auto, or local[:N] for one here with N GPUs)")

@@ -5,7 +5,8 @@
 # as $OUT/<step>.tgz when it ends (the node sends back at most 8 files a call).
 #
 #   bash tools/gpu_steps.sh STEP...      steps: cutlass, cutlass-part, cutlass-nvcc, cutlass-compile,
-#                                        numba-cccl, cutile-sweep, cutile, upstream, new-ways
+#                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
+#                                        new-ways, jobs-compare, full-jobs
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -55,6 +56,15 @@ for step in "$@"; do
       timeout 120 python -m tools.jax_stream_probe 2>&1 | tee "$OUT/$step/jax_stream_probe.txt"
       WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} run_ways -b jax_pallas -b "helion[fixed]" \
         -b "cutlass_ops[first]" -b tilelang --cases all --compile-repeats 1 --timeout 200 --out "$OUT/$step/part" ;;
+    jobs-compare)     # issue 21: the same bench cases serially and with --jobs (ways compare: same?)
+      sel=(-b array_api -b triton -b cute_dsl -b nvrtc --cases bench --no-compile)
+      run_ways "${sel[@]}" --out "$OUT/$step/serial"
+      run_ways "${sel[@]}" --jobs "${JOBS:-4}" --out "$OUT/$step/jobs"
+      python -m harness compare "$OUT/$step/serial/results.json" "$OUT/$step/jobs/results.json" \
+        | tee "$OUT/$step/compare.txt" ;;
+    full-jobs)        # issue 21: the full default run, --jobs at a time (every bundle unpacked first)
+      WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
+        run_ways --jobs "${JOBS:-4}" --out "$OUT/$step/run" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
   echo "step $step: $((SECONDS - t0)) s"; gpu_state "$step"

@@ -23,6 +23,9 @@ class NvmathDevice(NumbaBackend):
     def device(self, variant):
         return "cuda"            # cuBLASDx code is generated for the current GPU: no simulator
 
+    def first_build_s(self, problem, variant):
+        return 150.0          # cuBLASDx code generation under numba's compile lock: 69-165 s a first build
+
     def supports(self, problem, case, variant):
         if case.dtype == "bfloat16":
             return "nvmath-python 1.0's device Matmul takes no bfloat16"

@@ -7,6 +7,8 @@ from numba import cuda
 from numba.cuda.cudadrv.devicearray import DeviceNDArray
 from numba.cuda.typing.typeof import typeof
 
+from backends.base import compiling
+
 
 @cuda.jit
 def copy_2d(src, dst):
@@ -43,7 +45,9 @@ def copier(src, dst, stream):
 def compiled_with_smem(kernel, smem_bytes, *args):
     """Compile `kernel` for `args` now and let it use `smem_bytes` of dynamic shared memory (numba
     has no knob for the opt-in above 48 KiB: set the attribute on the compiled function)."""
-    handle = kernel.compile(tuple(typeof(a) for a in args)).library.get_cufunc().handle
+    with compiling():          # numba + cuBLASDx's LTO link: minutes of CPU, no GPU work
+        compiled = kernel.compile(tuple(typeof(a) for a in args))
+    handle = compiled.library.get_cufunc().handle
     if isinstance(handle, driver.CUkernel):
         err, handle = driver.cuKernelGetFunction(handle)
         if err != driver.CUresult.CUDA_SUCCESS:

@@ -4,7 +4,7 @@ compiled straight to a cubin for the device's architecture. Arrays are CuPy arra
 uint16 bits, which is what __nv_bfloat16 reads); CUB comes from the CCCL headers."""
 import numpy as np
 
-from backends.base import Backend, Unavailable, cupy_overwrite
+from backends.base import Backend, Unavailable, compiling, cupy_overwrite
 
 
 class Nvrtc(Backend):
@@ -22,6 +22,9 @@ class Nvrtc(Backend):
 
     def aot_modules(self, variant):
         return ("cuda.core",) + (("cutlass_library",) if variant == "cutlass" else ())
+
+    def first_build_s(self, problem, variant):
+        return 50.0 if variant == "cutlass" else 1.0      # NVRTC over CUTLASS's templates: ~50 s
 
     def supports(self, problem, case, variant):
         if variant == "cutlass":       # its restrictions (TMA pitches, no float32) are not gemm.py's
@@ -79,7 +82,8 @@ def compile_cubin(source: str, name: str | tuple[str, ...], arch: str, include_p
     options = ProgramOptions(std="c++17", arch=arch, include_path=[*include_path, *headers.values()],
                              device_as_default_execution_space=default_device)
     names = (name,) if isinstance(name, str) else tuple(name)
-    return Program(source, "c++", options=options).compile("cubin", name_expressions=names)
+    with compiling():          # NVRTC runs on the CPU (CUTLASS's GEMM: ~50 s)
+        return Program(source, "c++", options=options).compile("cubin", name_expressions=names)
 
 
 def allow_shared_memory(kernel, nbytes: int) -> None:

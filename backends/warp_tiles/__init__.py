@@ -36,6 +36,9 @@ class WarpTiles(Backend):
         if variant != "cpu" and not wp.is_cuda_available():
             raise Unavailable(f"Warp {wp.__version__} sees no CUDA device")
 
+    def first_build_s(self, problem, variant):
+        return 22.0 if problem == "gemm" and variant != "no_mathdx" else 1.0     # cuBLASDx GEMM: 22 s cold
+
     def supports(self, problem, case, variant):
         if variant == "cpu" and (case.kind != "test" or math.prod(case.shape.values()) > CPU_WORK):
             return "Warp's CPU device: small test cases only"

@@ -67,3 +67,10 @@ def print_phases(console, run: dict) -> None:
     for name, seconds in phases.items():
         table.add_row(name, f"{seconds:.2f}", f"{100 * seconds / wall:.0f}" if wall else "")
     console.print(table)
+    if (run.get("jobs") or 1) > 1 and run.get("worker_phases"):     # overlapping workers: their own sums
+        inner = Table(title=f"inside the workers, {run['jobs']} at a time (process seconds, overlapping)")
+        inner.add_column("phase")
+        inner.add_column("s", justify="right")
+        for name, seconds in run["worker_phases"].items():
+            inner.add_row(name, f"{seconds:.2f}")
+        console.print(inner)

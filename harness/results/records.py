@@ -6,6 +6,7 @@ import json
 import math
 import os
 import tempfile
+import threading
 from pathlib import Path
 
 SCHEMA_VERSION = 1
@@ -46,10 +47,13 @@ class JsonlWriter:
     def __init__(self, path: Path):
         self.path = path
         self._f = open(path, "w")  # noqa: SIM115 (kept open for the run, closed by close())
+        self._lock = threading.Lock()       # `ways run --jobs`: several workers' threads write
 
     def write(self, obj: dict) -> None:
-        self._f.write(json.dumps(obj, allow_nan=False) + "\n")
-        self._f.flush()
+        line = json.dumps(obj, allow_nan=False) + "\n"
+        with self._lock:
+            self._f.write(line)
+            self._f.flush()
 
     def close(self) -> None:
         self._f.close()

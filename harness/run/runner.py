@@ -2,16 +2,14 @@
 records to results.jsonl, then measure compile times, cross-check outputs and write the summary."""
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import fcntl
 import functools
-import json
 import os
 import shutil
 import socket
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -20,10 +18,11 @@ from pathlib import Path
 
 import backends
 import problems
-from harness.measure import env, gpu, loc, roofline
+from harness.measure import env, gpu, gpu_lock, loc, roofline
 from harness.measure.phases import Phases
 from harness.results import crosscheck, records
 from harness.run import compile_times, registry, supervise
+from harness.run.outdir import OutputBusy, exclusive, set_aside_previous  # noqa: F401 (re-exported)
 from harness.run.registry import Impl
 from problems.base import Case
 
@@ -44,6 +43,7 @@ class Options:
     retry_after_timeout: bool = False  # after a case times out, still run the implementation's others
     quick: bool = False                # only each problem's quick_case_names; its records say quick
     compile_jobs: int = 0              # implementations whose compile-time processes run at once; 0: cores // 4
+    jobs: int = 1                      # implementations whose workers run at once on the GPU (gpu_lock.py)
 
 
 @dataclass
@@ -100,6 +100,7 @@ class Run:
         self.set_aside: Path | None = None     # where an earlier run's files in --out were moved
         self.phases = Phases()                 # this process's, and the workers' they report
         self.worker_phases = Phases()
+        self._lock = threading.Lock()          # --jobs: the workers' threads report through it
 
     def execute(self) -> dict:
         """Run the plan into --out. One run at a time per folder (OutputBusy otherwise); a previous
@@ -122,7 +123,9 @@ class Run:
                 finished = time.time()
                 writer.write({"type": "end", "run": {"finished": _iso(finished),
                                                      "duration_s": round(finished - started, 3),
-                                                     "phases": self.phase_profile(finished - started)}})
+                                                     "phases": self.phase_profile(finished - started),
+                                                     "jobs": self.opts.jobs,
+                                                     "worker_phases": self.worker_phases.as_dict()}})
             finally:
                 writer.close()
                 shutil.rmtree(scratch, ignore_errors=True)
@@ -148,9 +151,8 @@ class Run:
             for case in job.cases:
                 self._emit(writer, self._record(job, case, status="unavailable", reason=reason))
                 self.progress.advance(f"{job.impl.label} unavailable")
-        for job in available:
-            with self.phases("workers"):
-                self._run_job(job, writer, scratch)
+        with self.phases("workers"):
+            self._run_jobs(available, writer, scratch)
         if self.opts.measure_compile:
             self._all_compile_times([(j, False) for j in available] + [(j, True) for j, _ in exported],
                                     writer, scratch)
@@ -164,6 +166,10 @@ class Run:
         they did not account for (process start, imports before the first phase, the event pipe),
         and the rest of the run (planning, records, GPU state) as "other"."""
         profile = Phases()
+        if self.opts.jobs > 1:   # workers overlap: their wall time here, their phases in run.worker_phases
+            profile.add({**self.phases.seconds, "other (planning, records, GPU state)":
+                         max(0.0, wall_s - self.phases.total())})
+            return profile.as_dict()
         profile.add({k: v for k, v in self.phases.seconds.items() if k != "workers"})
         profile.add(self.worker_phases.seconds)
         profile.add({"worker processes (start, pipe, unaccounted)":
@@ -252,11 +258,31 @@ class Run:
         self.records.append(rec)
         writer.write({"type": "record", "record": rec})
 
-    def _run_job(self, job: Job, writer, scratch: Path) -> None:
+    def _run_jobs(self, jobs: list[Job], writer, scratch: Path) -> None:
+        """The jobs' workers, `--jobs` at a time: their CPU work (references, compiling) overlaps, and
+        gpu_lock.py keeps every other worker off the GPU while one times."""
+        if self.opts.jobs == 1:
+            for job in jobs:
+                self._run_job(job, writer, scratch)
+            return
+        # slowest builders first: a worker builds its cases one after another, so theirs is the longest path
+        jobs = sorted(jobs, key=lambda j: -backends.get(j.impl.backend).first_build_s(j.impl.problem, j.impl.variant))
+        lock_env = {gpu_lock.LOCK_VAR: str(scratch / "gpu.lock")}
+        pool = ThreadPoolExecutor(self.opts.jobs)
+        try:
+            for future in [pool.submit(self._run_job, job, writer, scratch, lock_env) for job in jobs]:
+                future.result()
+        except BaseException:           # Ctrl-C: start nothing more, and kill what runs
+            pool.shutdown(wait=False, cancel_futures=True)
+            supervise.kill_running()
+            raise
+        pool.shutdown()
+
+    def _run_job(self, job: Job, writer, scratch: Path, extra_env: dict | None = None) -> None:
         impl = job.impl
         backend = backends.get(impl.backend)
         cache = scratch / "cache" / impl.label
-        environ = supervise.worker_env({**backend.cache_env(str(cache)), **self.lane_env},
+        environ = supervise.worker_env({**backend.cache_env(str(cache)), **self.lane_env, **(extra_env or {})},
                                        backend.search_paths(impl.variant))
         items = [{"problem": impl.problem, "case": c.to_json()} for c in job.cases]
 
@@ -269,7 +295,8 @@ class Run:
             elif event["event"] == "device":
                 writer.write({"type": "device", "device": event["properties"]})
             elif event["event"] == "phases":
-                self.worker_phases.add(event["phases"])
+                with self._lock:
+                    self.worker_phases.add(event["phases"])
 
         def on_lost(index, message, status):
             self._emit(writer, self._record(job, job.cases[index], status=status, error=message))
@@ -306,50 +333,6 @@ class Run:
         impl = job.impl
         return compile_times.measure(impl, scratch, self.out / "logs" / f"{impl.label}.{impl.problem}.compile.log",
                                      self.opts.compile_repeats, self.opts.item_timeout, self.lane_env, ahead_of_time)
-
-
-class OutputBusy(RuntimeError):
-    """Another `ways run` is writing into the same output folder."""
-
-
-@contextlib.contextmanager
-def exclusive(out: Path):
-    """Hold the output folder for this run: a second run into it fails at once, saying why."""
-    with open(out / ".ways-run.lock", "a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.seek(0)
-            raise OutputBusy(f"another `ways run` ({lock.read().strip() or 'pid unknown'}) is writing to "
-                             f"{out}; wait for it or give another --out") from None
-        lock.truncate(0)
-        lock.write(f"pid {os.getpid()}")
-        lock.flush()
-        try:
-            yield
-        finally:
-            os.unlink(lock.name)       # no lock file left among the results
-
-
-RESULT_FILES = ("results.jsonl", "results.json", "summary.csv", "logs", "report.md", "figures", "index.html")
-
-
-def set_aside_previous(out: Path) -> Path | None:
-    """Move an earlier run's files in `out` to out/previous/<its run id>/ (nothing is overwritten);
-    return where they went, or None."""
-    if not (out / "results.jsonl").is_file():
-        return None
-    try:
-        with open(out / "results.jsonl") as f:
-            run_id = json.loads(f.readline())["run"]["id"]
-    except (ValueError, KeyError):
-        run_id = f"unknown-{int((out / 'results.jsonl').stat().st_mtime)}"
-    dest = out / "previous" / run_id
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in RESULT_FILES:
-        if (out / name).exists():
-            os.replace(out / name, dest / name)
-    return dest
 
 
 def summarize(jsonl: Path) -> dict:

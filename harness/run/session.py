@@ -16,6 +16,7 @@ import numpy as np
 import backends
 import problems
 from harness.measure.device import open_device
+from harness.measure.gpu_lock import LOCK
 from harness.measure.phases import PHASES
 from harness.results import records
 from problems.base import Case, CheckError, decode, poison
@@ -37,8 +38,9 @@ class Session:
         self.backend = backends.get(backend_name)
         self.variant = variant
         self.backend.load(variant)       # imports the tool; raises Unavailable with the reason
-        self.device = open_device(self.backend.device(variant))
-        self.stream = self.backend.stream(self.device.handle, variant)
+        with LOCK.shared():              # a CUDA context and a stream: GPU work (gpu_lock.py)
+            self.device = open_device(self.backend.device(variant))
+            self.stream = self.backend.stream(self.device.handle, variant)
         self.modules: dict[str, object] = {}
 
     def module(self, problem: str):
@@ -57,7 +59,9 @@ class Session:
         """Fresh inputs, the reference, poisoned outputs, and the implementation built on them
         (`options` go to its build(): a tuning sweep tries configurations that way)."""
         host_inputs, inputs, outputs, ref = self.arrays(problem, case, seed, cache)
-        with PHASES("builds"), self.backend.stream_context(self.stream, self.variant):
+        # an autotuner times kernels in build(): it needs the GPU alone, as timing does
+        lock = LOCK.exclusive() if self.backend.build_times_kernels(problem.name, self.variant) else LOCK.shared()
+        with PHASES("builds"), lock, self.backend.stream_context(self.stream, self.variant):
             t0 = time.perf_counter()
             build = self.module(problem.name).build
             # a backend with variants tells its implementation which one through `variant`
@@ -69,9 +73,9 @@ class Session:
 
     def arrays(self, problem, case: Case, seed: int, cache: Path | None = None):
         """Fresh inputs (host and device), poisoned outputs and the reference, nothing built."""
-        with PHASES("inputs and float64 references"):
+        with PHASES("inputs and float64 references"), LOCK.released():     # CPU only: others may time meanwhile
             host_inputs, ref = case_data(problem, case, seed, cache)
-        with PHASES("uploads"):
+        with PHASES("uploads"), LOCK.shared():
             inputs = self.upload(host_inputs, case.dtype)
             outputs = {name: self.backend.to_device(poison(shape, dt), dt, self.variant)
                        for name, (shape, dt) in problem.output_spec(case).items()}

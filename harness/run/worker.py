@@ -22,6 +22,7 @@ import problems
 from backends.base import Unavailable
 from harness.measure import nvbench_engine
 from harness.measure import timing as timing_mod
+from harness.measure.gpu_lock import LOCK
 from harness.measure.phases import PHASES
 from harness.results import records
 from harness.run.session import Session, check_case, checked, follows_new_inputs, why_not
@@ -65,7 +66,8 @@ class Worker:
         rec = self.record(problem, case)
         try:
             if not self.not_applicable(problem, case, rec):
-                check_case(self.s, problem, case, rec, self.scratch)
+                with LOCK.shared():      # GPU work beside other workers' (gpu_lock.py); CPU parts release it
+                    check_case(self.s, problem, case, rec, self.scratch)
         except Exception:
             rec.update(status="failed", error=failure_text())
             self.broken = True
@@ -79,32 +81,38 @@ class Worker:
         try:
             if self.not_applicable(problem, case, rec):
                 return rec
-            b = s.prepare(problem, case, case.seed, self.scratch)
-            got, first_call = s.call(b.run, b.outputs)
-            rec.update(build_s=b.build_s, first_call_s=first_call, seeds=[case.seed])
-            if checked(s, problem, case, rec, got, b.ref, "before timing") is None:
-                return rec
-            last = {}
-
-            def timed():
-                last["out"] = b.run()
-
-            with s.backend.stream_context(s.stream, s.variant):
-                timing = timing_mod.on_gpu(s.device, timed, measure) if s.device.kind == "cuda" else measure(timed)
-                if "host_ms" not in timing:
-                    timing.update(timing_mod.host_call_costs(timed, s.device.sync))
-            s.device.sync()
-            rec["timing"] = timing
-            if checked(s, problem, case, rec, last["out"] if last.get("out") is not None else b.outputs,
-                       b.ref, "after timing") is not None:
-                follows_new_inputs(s, problem, case, rec, b, "after timing")
-            return rec
+            with LOCK.shared():
+                return self._bench(problem, case, rec, measure)
         except Exception:
             rec.update(status="failed", error=failure_text())
             self.broken = True
             return rec
         finally:
             s.backend.release(s.variant)
+
+    def _bench(self, problem, case, rec, measure) -> dict:
+        """bench_item's work, the GPU shared with other workers except while timing."""
+        s = self.s
+        b = s.prepare(problem, case, case.seed, self.scratch)
+        got, first_call = s.call(b.run, b.outputs)
+        rec.update(build_s=b.build_s, first_call_s=first_call, seeds=[case.seed])
+        if checked(s, problem, case, rec, got, b.ref, "before timing") is None:
+            return rec
+        last = {}
+
+        def timed():
+            last["out"] = b.run()
+
+        with s.backend.stream_context(s.stream, s.variant), LOCK.exclusive():     # no other worker's kernels
+            timing = timing_mod.on_gpu(s.device, timed, measure) if s.device.kind == "cuda" else measure(timed)
+            if "host_ms" not in timing:
+                timing.update(timing_mod.host_call_costs(timed, s.device.sync))
+        s.device.sync()
+        rec["timing"] = timing
+        if checked(s, problem, case, rec, last["out"] if last.get("out") is not None else b.outputs,
+                   b.ref, "after timing") is not None:
+            follows_new_inputs(s, problem, case, rec, b, "after timing")
+        return rec
 
     def run_bench(self, bench) -> None:
         if self.s.device.kind == "cpu":

@@ -1,0 +1,80 @@
+"""One GPU shared by several worker processes (`ways run --jobs N`): timing holds the GPU alone,
+other GPU work (uploads, builds, checked calls) shares it, CPU work (inputs and float64 references,
+builds that only compile) needs nothing. So the workers' CPU work overlaps the one that is timing,
+and no kernel of theirs runs inside its timed window (contexts on one GPU take turns: another
+process's kernel would stretch the timed one).
+
+A readers-writer lock on two files (flock): the timer takes the turnstile, then the GPU, both
+exclusively; other GPU work passes the turnstile, then shares the GPU. New sharers wait at the
+turnstile while a timer waits, so timing is never starved. WAYS_GPU_LOCK names the GPU file; unset,
+every method is a no-op (one worker at a time needs no lock)."""
+from __future__ import annotations
+
+import fcntl
+import os
+from contextlib import contextmanager
+
+from harness.measure.phases import PHASES
+
+LOCK_VAR = "WAYS_GPU_LOCK"
+WAIT_PHASE = "waiting for the GPU (other workers)"
+NONE, SHARED, EXCLUSIVE = 0, 1, 2
+
+
+class GpuLock:
+    def __init__(self, path: str | None):
+        self.path = path
+        self._gpu = self._turn = None
+        self._held = [NONE]           # the mode of each open context, innermost last
+
+    @property
+    def mode(self) -> int:
+        return self._held[-1]
+
+    def shared(self):
+        """GPU work that other processes' non-timing work may interleave with."""
+        return self._hold(max(self.mode, SHARED))
+
+    def exclusive(self):
+        """Timing: no other process touches the GPU until it ends."""
+        return self._hold(EXCLUSIVE)
+
+    def released(self):
+        """CPU work inside a shared section: let a waiting timer have the GPU meanwhile. Inside an
+        exclusive section it keeps the GPU (the timed window must not be split)."""
+        return self._hold(EXCLUSIVE if self.mode == EXCLUSIVE else NONE)
+
+    @contextmanager
+    def _hold(self, mode: int):
+        before = self.mode
+        self._set(before, mode)
+        self._held.append(mode)
+        try:
+            yield
+        finally:
+            self._held.pop()
+            self._set(mode, before)
+
+    def _set(self, old: int, new: int) -> None:
+        if self.path is None or old == new:
+            return
+        if self._gpu is None:
+            self._gpu = open(self.path, "a")                          # noqa: SIM115 (kept for the process)
+            self._turn = open(self.path + ".turnstile", "a")          # noqa: SIM115
+        if old == EXCLUSIVE:
+            fcntl.flock(self._gpu, fcntl.LOCK_UN)
+            fcntl.flock(self._turn, fcntl.LOCK_UN)
+        elif old == SHARED:
+            fcntl.flock(self._gpu, fcntl.LOCK_UN)     # before the turnstile: a waiting timer may hold it
+        if new == EXCLUSIVE:
+            with PHASES(WAIT_PHASE):
+                fcntl.flock(self._turn, fcntl.LOCK_EX)
+                fcntl.flock(self._gpu, fcntl.LOCK_EX)
+        elif new == SHARED:
+            with PHASES(WAIT_PHASE):
+                fcntl.flock(self._turn, fcntl.LOCK_SH)
+                fcntl.flock(self._gpu, fcntl.LOCK_SH)
+                fcntl.flock(self._turn, fcntl.LOCK_UN)
+
+
+LOCK = GpuLock(os.environ.get(LOCK_VAR))       # this process's; the runner sets the variable for its workers

@@ -1,0 +1,79 @@
+"""`ways run --jobs N`: several workers on one GPU. Timing holds the GPU alone, other GPU work shares
+it, CPU work needs nothing, and a waiting timer is not starved by a stream of sharers. Checked here
+with processes and wall clocks (the lock is flock on files: no GPU needed)."""
+import json
+import multiprocessing as mp
+import time
+
+from harness.measure.gpu_lock import GpuLock
+from tests.test_cli import ways
+
+
+def _hold(path, mode, start_after, seconds, log):
+    time.sleep(start_after)
+    lock = GpuLock(path)
+    asked = time.time()
+    with getattr(lock, mode)():
+        got = time.time()
+        time.sleep(seconds)
+        done = time.time()
+    log.put((mode, start_after, asked, got, done))
+
+
+def _run(path, specs):
+    ctx = mp.get_context("spawn")
+    log = ctx.Queue()
+    procs = [ctx.Process(target=_hold, args=(path, mode, after, secs, log)) for mode, after, secs in specs]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(30)
+    rows = [log.get(timeout=5) for _ in procs]
+    return {(mode, after): (got, done) for mode, after, _, got, done in rows}
+
+
+def test_timing_excludes_other_gpu_work_but_not_cpu_work(tmp_path):
+    t = _run(str(tmp_path / "gpu.lock"), [("exclusive", 0.0, 0.8), ("shared", 0.3, 0.1), ("released", 0.3, 0.1)])
+    ex_got, ex_done = t["exclusive", 0.0]
+    assert t["shared", 0.3][0] >= ex_done - 0.01            # GPU work waited for the timer
+    assert t["released", 0.3][1] < ex_done                   # CPU work ran beside it
+
+
+def test_sharers_overlap_and_a_waiting_timer_goes_before_later_sharers(tmp_path):
+    t = _run(str(tmp_path / "gpu.lock"), [("shared", 0.0, 0.8), ("shared", 0.1, 0.3),
+                                          ("exclusive", 0.3, 0.3), ("shared", 0.6, 0.1)])
+    first_done = t["shared", 0.0][1]
+    assert t["shared", 0.1][0] < first_done                  # two sharers at once
+    ex_got, ex_done = t["exclusive", 0.3]
+    assert ex_got >= first_done - 0.01                        # the timer waited for both sharers
+    assert t["shared", 0.6][0] >= ex_done - 0.01              # the late sharer waited behind the timer
+
+
+def test_nested_modes_in_one_process(tmp_path):
+    lock = GpuLock(str(tmp_path / "gpu.lock"))
+    with lock.shared():
+        with lock.exclusive():             # upgrade (an autotuning build inside a checked item)
+            assert lock.mode == 2
+            with lock.released():          # inside timing the GPU stays held
+                assert lock.mode == 2
+        assert lock.mode == 1
+        with lock.released():
+            assert lock.mode == 0
+    assert lock.mode == 0
+    off = GpuLock(None)                    # one worker at a time: no lock at all
+    with off.exclusive():
+        assert off.mode == 2
+
+
+def test_run_with_two_jobs_accounts_for_its_time(tmp_path):
+    out = tmp_path / "out"
+    r = ways("run", "-b", "array_api[numpy]", "--cases", "test", "--no-compile", "--jobs", "2", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "results.json").read_text())
+    run = doc["run"]
+    assert run["complete"] and run["jobs"] == 2
+    assert {r["problem"] for r in doc["records"]} == {"elementwise", "gemm", "segreduce"}
+    assert all(r["status"] in ("ok", "not_applicable") for r in doc["records"])
+    assert abs(sum(run["phases"].values()) - run["duration_s"]) < 0.05 * run["duration_s"] + 0.1
+    assert run["worker_phases"]["checks"] > 0
+    assert ways("run", "--jobs", "0", "--out", str(out)).returncode == 2
