@@ -12,7 +12,6 @@ import tempfile
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -268,15 +267,8 @@ class Run:
         # slowest builders first: a worker builds its cases one after another, so theirs is the longest path
         jobs = sorted(jobs, key=lambda j: -backends.get(j.impl.backend).first_build_s(j.impl.problem, j.impl.variant))
         lock_env = {gpu_lock.LOCK_VAR: str(scratch / "gpu.lock")}
-        pool = ThreadPoolExecutor(self.opts.jobs)
-        try:
-            for future in [pool.submit(self._run_job, job, writer, scratch, lock_env) for job in jobs]:
-                future.result()
-        except BaseException:           # Ctrl-C: start nothing more, and kill what runs
-            pool.shutdown(wait=False, cancel_futures=True)
-            supervise.kill_running()
-            raise
-        pool.shutdown()
+        for _ in supervise.in_threads(self.opts.jobs, self._run_job, [(j, writer, scratch, lock_env) for j in jobs]):
+            pass
 
     def _run_job(self, job: Job, writer, scratch: Path, extra_env: dict | None = None) -> None:
         impl = job.impl
@@ -313,21 +305,13 @@ class Run:
         core, so up to a quarter of the cores in use leaves the figures those of an idle machine;
         each record says how many ran beside it."""
         jobs = self.opts.compile_jobs or max(1, (os.cpu_count() or 1) // 4)
-        pool = ThreadPoolExecutor(jobs)
-        try:
-            with self.phases("compile-time processes"):
-                futures = [pool.submit(self._compile_times, job, scratch, aot) for job, aot in todo]
-                self.progress.describe(f"compile time: {len(todo)} implementations, {jobs} at a time")
-                for (job, _), future in zip(todo, futures, strict=True):
-                    comp = {**future.result(), "concurrent": jobs}
-                    writer.write({"type": "compile", "backend": job.impl.backend, "variant": job.impl.variant,
-                                  "problem": job.impl.problem, "compile": comp})
-                    self.progress.advance(job.impl.label)
-        except BaseException:           # Ctrl-C: start nothing more, and kill what runs
-            pool.shutdown(wait=False, cancel_futures=True)
-            supervise.kill_running()
-            raise
-        pool.shutdown()
+        with self.phases("compile-time processes"):
+            self.progress.describe(f"compile time: {len(todo)} implementations, {jobs} at a time")
+            results = supervise.in_threads(jobs, self._compile_times, [(job, scratch, aot) for job, aot in todo])
+            for (job, _), result in zip(todo, results, strict=True):
+                writer.write({"type": "compile", "backend": job.impl.backend, "variant": job.impl.variant,
+                              "problem": job.impl.problem, "compile": {**result, "concurrent": jobs}})
+                self.progress.advance(job.impl.label)
 
     def _compile_times(self, job: Job, scratch: Path, ahead_of_time: bool = False) -> dict:
         impl = job.impl

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness import ROOT
@@ -63,6 +64,20 @@ def kill_running() -> None:
     for proc in list(_RUNNING):
         if proc.poll() is None:
             _kill(proc)
+
+
+def in_threads(n: int, fn, argses: list[tuple]):
+    """fn(*args) for each of `argses`, `n` at a time from threads, yielding the results in order.
+    Ctrl-C (or the caller stopping early) starts nothing more and kills the workers that run."""
+    pool = ThreadPoolExecutor(n)
+    try:
+        for future in [pool.submit(fn, *args) for args in argses]:
+            yield future.result()
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        kill_running()
+        raise
+    pool.shutdown()
 
 
 def _not_stopping() -> None:
