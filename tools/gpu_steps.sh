@@ -6,7 +6,7 @@
 #
 #   bash tools/gpu_steps.sh STEP...      steps: cutlass, cutlass-part, cutlass-nvcc, cutlass-compile,
 #                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
-#                                        new-ways, jobs-compare, full-jobs
+#                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -51,11 +51,14 @@ for step in "$@"; do
         --timeout 250 --out "$OUT/$step/part" ;;
     upstream)         # issue 20: the tools' own examples for the same operations (.upstream/ carried)
       bash tools/upstream_examples.sh "$OUT/$step" cutile cccl numba ;;
-    new-ways)         # issue 24: the DLPack stream probe, then JAX Pallas, Helion (fixed configs), the CUTLASS
-                      # Operator API (first candidate) and TileLang on every case (autotuned variants: later)
+    new-ways)         # issue 24: the DLPack stream probe, then JAX Pallas and Helion (fixed configs) on every case
       timeout 120 python -m tools.jax_stream_probe 2>&1 | tee "$OUT/$step/jax_stream_probe.txt"
-      WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} run_ways -b jax_pallas -b "helion[fixed]" \
-        -b "cutlass_ops[first]" -b tilelang --cases all --compile-repeats 1 --timeout 200 --out "$OUT/$step/part" ;;
+      run_ways -b jax_pallas -b "helion[fixed]" --cases all --compile-repeats 1 --timeout 200 --out "$OUT/$step/part" ;;
+    new-ways-b)       # issue 24: the CUTLASS Operator API (both variants) and TileLang (its own site) on every case
+      WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} run_ways -b cutlass_ops -b tilelang --cases all \
+        --compile-repeats 1 --timeout 200 --out "$OUT/$step/part" ;;
+    helion-tuned)     # issue 24: Helion's autotuned variant (its search is build time, reported apart)
+      run_ways -b "helion[]" --cases all --compile-repeats 1 --timeout 400 --out "$OUT/$step/part" ;;
     jobs-compare)     # issue 21: the same bench cases serially and with --jobs (ways compare: same?)
       sel=(-b array_api -b triton -b cute_dsl -b nvrtc --cases bench --no-compile)
       run_ways "${sel[@]}" --out "$OUT/$step/serial"
