@@ -6,11 +6,12 @@ import multiprocessing as mp
 import time
 
 from harness.measure.gpu_lock import GpuLock
-from tests.test_cli import ways
+
+START_S = 3.0      # every process waits for one common start, however long its own start-up took
 
 
-def _hold(path, mode, start_after, seconds, log):
-    time.sleep(start_after)
+def _hold(path, mode, start_after, seconds, log, t0):
+    time.sleep(max(0.0, t0 + start_after - time.time()))
     lock = GpuLock(path)
     asked = time.time()
     with getattr(lock, mode)():
@@ -23,7 +24,8 @@ def _hold(path, mode, start_after, seconds, log):
 def _run(path, specs):
     ctx = mp.get_context("spawn")
     log = ctx.Queue()
-    procs = [ctx.Process(target=_hold, args=(path, mode, after, secs, log)) for mode, after, secs in specs]
+    t0 = time.time() + START_S
+    procs = [ctx.Process(target=_hold, args=(path, mode, after, secs, log, t0)) for mode, after, secs in specs]
     for p in procs:
         p.start()
     for p in procs:
@@ -66,6 +68,7 @@ def test_nested_modes_in_one_process(tmp_path):
 
 
 def test_run_with_two_jobs_accounts_for_its_time(tmp_path):
+    from tests.test_cli import ways
     out = tmp_path / "out"
     r = ways("run", "-b", "array_api[numpy]", "--cases", "test", "--no-compile", "--jobs", "2", "--out", str(out))
     assert r.returncode == 0, r.stderr
