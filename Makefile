@@ -10,13 +10,11 @@ HAS_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes)
 EXTRAS := $(if $(HAS_GPU),all,cpu,report,test,cutile-aot,nvrtc-aot,cute,ray,pallas-cpu,helion,cutlass-ops)
 
 TILELANG_SITE := $(abspath $(VENV))/tilelang-site
-TILELANG_PINS := tilelang==0.1.15 apache-tvm-ffi==0.1.12 z3-solver==4.15.4.0 torch-c-dlpack-ext==0.1.5 tqdm==4.70.1 \
-	nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-cuda-runtime==13.0.96 \
-	nvidia-cuda-cccl==13.0.85
+TILELANG_PINS := $(shell sed 's/\#.*//' requirements/tilelang-site.txt)
 
 .PHONY: test demo clean
 
-$(VENV)/.installed: pyproject.toml Makefile
+$(VENV)/.installed: pyproject.toml Makefile requirements/tilelang-site.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
