@@ -66,7 +66,7 @@ def _measure(impl, case):
     got, first_call = s.call(b.run, b.outputs)
     problem.check(s.fetch(got), b.ref, case)
     with s.backend.stream_context(s.stream, s.variant):
-        timing = (timing_mod.on_gpu(s.device, b.run, timing_mod.EventEngine(s.device).measure)
+        timing = (timing_mod.on_gpu(s.device, b.run, timing_mod.EventEngine(s.device).measure, problem.roofline)
                   if s.device.kind == "cuda" else timing_mod.host_engine(b.run))
     return s, b.run, b.build_s, first_call, timing
 

@@ -231,3 +231,13 @@ def test_case_data_kept_between_runs_in_WAYS_CASE_CACHE(tmp_path):
     assert [f.stat().st_mtime_ns for f in files] == stamps      # read, not made again
     a, b = (json.loads((tmp_path / d / "results.json").read_text()) for d in "ab")
     assert [r["max_rel_err"] for r in a["records"]] == [r["max_rel_err"] for r in b["records"]]
+
+
+def test_quick_leaves_out_implementations_slow_to_build(tmp_path):
+    """The demo's selection: an implementation whose first build takes minutes (nvmath's cuBLASDx
+    code generation) is a row that says so, not minutes of the demo."""
+    out = tmp_path / "out"
+    r = ways("run", "--quick", "-b", "nvmath_device", "-p", "segreduce", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    recs = json.loads((out / "results.json").read_text())["records"]
+    assert recs and all(x["status"] == "skipped" and "--quick leaves out" in x["reason"] and x["quick"] for x in recs)

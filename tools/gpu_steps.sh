@@ -6,7 +6,7 @@
 #
 #   bash tools/gpu_steps.sh STEP...      steps: cutlass, cutlass-part, cutlass-nvcc, cutlass-compile,
 #                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
-#                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs
+#                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, demo
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -60,14 +60,20 @@ for step in "$@"; do
     helion-tuned)     # issue 24: Helion's autotuned variant (its search is build time, reported apart)
       run_ways -b "helion[]" --cases all --compile-repeats 1 --timeout 400 --out "$OUT/$step/part" ;;
     jobs-compare)     # issue 21: the same bench cases serially and with --jobs (ways compare: same?)
-      sel=(-b array_api -b triton -b cute_dsl -b nvrtc --cases bench --no-compile)
+      sel=(-b "array_api[torch]" -b "array_api[cupy]" -b triton -b cute_dsl -b "nvrtc[]" --cases bench --no-compile)
       run_ways "${sel[@]}" --out "$OUT/$step/serial"
       run_ways "${sel[@]}" --jobs "${JOBS:-4}" --out "$OUT/$step/jobs"
       python -m harness compare "$OUT/$step/serial/results.json" "$OUT/$step/jobs/results.json" \
         | tee "$OUT/$step/compare.txt" ;;
     full-jobs)        # issue 21: the full default run, --jobs at a time (every bundle unpacked first)
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
-        run_ways --jobs "${JOBS:-4}" --out "$OUT/$step/run" ;;
+        run_ways --jobs "${JOBS:-6}" --out "$OUT/$step/run" ;;
+    demo)             # issue 21: what `make demo` runs on a GPU (--quick, 4 jobs), then its page
+      t1=$SECONDS
+      WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
+        run_ways --quick --jobs "${JOBS:-4}" --out "$OUT/$step/run"
+      python -m harness report "$OUT/$step/run/results.json" --html
+      echo "demo (run + page): $((SECONDS - t1)) s" | tee "$OUT/$step/demo-time.txt" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
   echo "step $step: $((SECONDS - t0)) s"; gpu_state "$step"

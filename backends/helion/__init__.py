@@ -41,6 +41,9 @@ class Helion(TorchArrays, TorchStream, Backend):
         except ImportError as exc:          # e.g. helion 1.5.1 on torch 2.11 (IntelGPUError)
             raise Unavailable(f"helion does not import with torch {torch.__version__}: {exc}") from None
 
+    def first_build_s(self, problem, variant):
+        return 60.0 if variant == "" else 1.0       # the autotuner's search (effort quick): an estimate
+
     def build_times_kernels(self, problem, variant):
         return variant == ""               # Helion's autotuner times its candidates in build()
 

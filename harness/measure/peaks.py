@@ -54,7 +54,7 @@ def measure(device, use_nvbench: bool = True) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             return nvbench_engine.run([("copy", fn)], Path(tmp) / "copy.json")["copy"]
 
-    timing = on_gpu(device, copy, cold, WARMUP_S)
+    timing = on_gpu(device, copy, cold, "memory", warmup_s=WARMUP_S)
     return {"copy_bytes": 2 * COPY_BYTES, "copy_bytes_per_s": 2 * COPY_BYTES / (timing["device_ms_cold"] / 1e3),
             "copy_bytes_per_s_sustained": 2 * COPY_BYTES / (timing["device_ms_sustained"] / 1e3),
             "copy_timing": timing}

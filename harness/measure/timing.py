@@ -4,9 +4,12 @@ measured the cold one; plus the host-side call costs.
 
 Two modes, because they differ where a kernel is power-bound (a large GEMM): cold samples each
 start on a flushed L2 after a gap, so the GPU rests between them and boosts its clock; sustained
-calls run back to back (one second untimed, then one timed), as a loop in an application runs
-them, and the GPU settles at the clock its power limit allows (15% slower on an H100 for 8192^3
-bf16). Each mode records the mean SM clock it ran at.
+calls run back to back (untimed until the GPU settles, then half a second timed), as a loop in an
+application runs them, and the GPU settles at the clock its power limit allows (15% slower on an
+H100 for 8192^3 bf16). Each mode records the mean SM clock it ran at. How long the GPU needs to
+settle depends on the problem: a compute-bound one (a GEMM) runs into the power limit and needs a
+second; a memory-bound one's time does not move with the SM clock (its sustained and cold times
+agreed within 6% on the H100, L2 reuse included), so a quarter second does.
 
 Method (both GPU engines): warm-up calls first; cold samples each follow an L2 flush (a memset of
 twice the L2 size, outside the timed window); sampling stops once the relative standard deviation
@@ -23,7 +26,7 @@ from harness.measure.phases import PHASES
 
 MAX_NOISE = 0.005
 MIN_SAMPLES = 10
-MIN_TIME_S = 0.5
+MIN_TIME_S = 0.25
 TIMEOUT_S = 15.0
 THROTTLE_FRACTION = 0.75
 
@@ -56,11 +59,11 @@ def _done(samples, crit: Criterion, started: float) -> str | None:
     return None
 
 
-WARMUP_S = 0.5
+WARMUP_S = {"compute": 0.5, "memory": 0.2}      # by the problem's roofline
 
 
 @PHASES.timed("warm-up")
-def warm_up(run, sync, seconds: float = WARMUP_S) -> int:
+def warm_up(run, sync, seconds: float) -> int:
     """Back-to-back calls until `seconds` pass, so every case starts sampling from a GPU at its
     working clocks and temperature rather than from whatever the previous case left."""
     started, calls = time.perf_counter(), 0
@@ -74,7 +77,7 @@ def warm_up(run, sync, seconds: float = WARMUP_S) -> int:
 
 
 @PHASES.timed("host timing")
-def host_call_costs(run, sync, budget_s: float = 0.3, max_calls: int = 200) -> dict:
+def host_call_costs(run, sync, budget_s: float = 0.15, max_calls: int = 200) -> dict:
     """Wall time of a synchronized call (what a Python caller waits for) and of the dispatch alone
     (run() returning, work still queued): the launch overhead a tool adds."""
     sync()
@@ -153,51 +156,38 @@ class EventEngine:
                  sm_clock_mhz=statistics.fmean(clocks) if clocks else None)
         return s
 
-    def warm(self, run, target_s: float = 0.2) -> dict:
-        """Back-to-back launches on hot caches, timed as one batch: per-launch average."""
-        run()
-        self.stream.record(self.start)
-        run()
-        self.stream.record(self.stop)
-        one = max(self._elapsed_ms() / 1e3, 1e-6)
-        batch = int(min(max(target_s / one, 4), 10000))
-        self.stream.record(self.start)
-        for _ in range(batch):
-            run()
-        self.stream.record(self.stop)
-        return {"mean_ms": self._elapsed_ms() / batch, "samples": batch}
-
     def measure(self, run) -> dict:
         cold = self.cold(run)
-        warm = self.warm(run)
-        return {"engine": "cuda-events", "cold": cold, "warm": warm,
-                "device_ms_cold": cold.get("median_ms"), "device_ms_warm": warm["mean_ms"],
+        return {"engine": "cuda-events", "cold": cold, "warm": None,
+                "device_ms_cold": cold.get("median_ms"), "device_ms_warm": None,
                 "stopped_by": cold.get("stopped_by")}
 
 
-def on_gpu(device, run, measure, warmup_s: float = WARMUP_S) -> dict:
+def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | None = None) -> dict:
     """A GPU case's timing: warm up, the cold figures from `measure(run)` (nvbench or events),
-    then the sustained mode."""
+    then the sustained mode, each as long as the problem's `roofline` needs (module docstring).
+    No separate hot batch: the sustained mode is the back-to-back figure (device_ms_warm: None)."""
+    warmup_s = WARMUP_S[roofline] if warmup_s is None else warmup_s
     calls = warm_up(run, device.sync, warmup_s)
     with PHASES("sampling (cold)"):
         timing = measure(run)
     timing["warmup_calls"] = calls
-    timing["sustained"] = sustained(device, run, warmup_s / max(calls, 1))
+    timing["sustained"] = sustained(device, run, warmup_s / max(calls, 1), lead_s=SUSTAINED_LEAD_S[roofline])
     timing["device_ms_sustained"] = timing["sustained"]["median_ms"]
     return timing
 
 
-SUSTAINED_S = 1.0
+SUSTAINED_S = 0.5
 SUSTAINED_BATCHES = 10
 # Back-to-back calls before the timed window, queued with no gap before it: after the cold samples'
-# rests a power-bound GPU needs this long to settle (with none, a GEMM's first batches ran ~3%
-# faster than triton's do_bench in a cool GPU's 2-second median).
-SUSTAINED_LEAD_S = 1.0
+# rests a power-bound GPU needs a second to settle (with none, a GEMM's first batches ran ~3%
+# faster than triton's do_bench in a cool GPU's 2-second median); a memory-bound kernel does not.
+SUSTAINED_LEAD_S = {"compute": 1.0, "memory": 0.25}
 
 
 @PHASES.timed("sampling (sustained)")
 def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S, batches: int = SUSTAINED_BATCHES,
-              lead_s: float = SUSTAINED_LEAD_S) -> dict:
+              lead_s: float = SUSTAINED_LEAD_S["compute"]) -> dict:
     """Back-to-back calls (no L2 flush, no gap): `lead_s` untimed, then about `seconds` timed as
     `batches` consecutive batches by events on the stream; the SM clock is read while they run.
     `call_s` is the measured wall time of one call, so a launch-bound call does not run for minutes."""

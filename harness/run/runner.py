@@ -45,6 +45,9 @@ class Options:
     jobs: int = 1                      # implementations whose workers run at once on the GPU (gpu_lock.py)
 
 
+QUICK_MAX_BUILD_S = 30.0    # `--quick` (a demo in minutes) leaves out implementations slower to build
+
+
 @dataclass
 class Job:
     """One worker's share: one implementation over its cases."""
@@ -146,15 +149,22 @@ class Run:
         for job, reason in exported:
             with self.phases("compile-only processes (no GPU)"):
                 self._export_job(job, reason, writer, scratch)
-        for job, reason in skipped:
+        for job, status, reason in skipped:
             for case in job.cases:
-                self._emit(writer, self._record(job, case, status="unavailable", reason=reason))
-                self.progress.advance(f"{job.impl.label} unavailable")
+                self._emit(writer, self._record(job, case, status=status, reason=reason))
+                self.progress.advance(f"{job.impl.label} {status}")
+        todo = [(j, False) for j in available] + [(j, True) for j, _ in exported] if self.opts.measure_compile else []
+        # --jobs: the compile-time processes start with the workers (CPU work; their GPU part waits
+        # for the lock like a worker's), else they follow the workers on an idle GPU
+        beside = self._compile_beside_workers(todo, writer, scratch) if todo and self.opts.jobs > 1 else None
         with self.phases("workers"):
             self._run_jobs(available, writer, scratch)
-        if self.opts.measure_compile:
-            self._all_compile_times([(j, False) for j in available] + [(j, True) for j, _ in exported],
-                                    writer, scratch)
+        if beside is not None:
+            with self.phases("compile-time processes (after the workers ended)"):
+                beside.join()
+        elif todo:
+            with self.phases("compile-time processes"):
+                self._all_compile_times(todo, writer, scratch)
         writer.write({"type": "gpu_state", "when": "after", "state": gpu.state(self.lane)})
         with self.phases("cross-check"):
             for row in crosscheck.pairwise(scratch / "outputs"):
@@ -179,15 +189,21 @@ class Run:
     # -- pieces ---------------------------------------------------------------------------
     def _availability(self, jobs):
         """Jobs that run; (job, reason) for those that only compile ahead of time here (no GPU, but
-        the tool can export), and for those skipped."""
+        the tool can export); (job, status, reason) for those left out."""
         ok, exported, skipped = [], [], []
         for job in jobs:
-            backend = backends.get(job.impl.backend)
-            good, reason = backend.available(job.impl.variant)
-            if good:
+            impl, backend = job.impl, backends.get(job.impl.backend)
+            good, reason = backend.available(impl.variant)
+            first_build_s = backend.first_build_s(impl.problem, impl.variant)
+            if self.opts.quick and first_build_s > QUICK_MAX_BUILD_S:
+                skipped.append((job, "skipped", f"--quick leaves out implementations whose first build takes about "
+                                                f"{first_build_s:.0f} s (a run without --quick has it)"))
+            elif good:
                 ok.append(job)
+            elif backend.exports(impl.variant):
+                exported.append((job, reason))
             else:
-                (exported if backend.exports(job.impl.variant) else skipped).append((job, reason))
+                skipped.append((job, "unavailable", reason))
         return ok, exported, skipped
 
     def _on_gpu(self, job: Job) -> bool:
@@ -265,9 +281,9 @@ class Run:
                 self._run_job(job, writer, scratch)
             return
         # slowest builders first: a worker builds its cases one after another, so theirs is the longest path
-        jobs = sorted(jobs, key=lambda j: -backends.get(j.impl.backend).first_build_s(j.impl.problem, j.impl.variant))
-        lock_env = {gpu_lock.LOCK_VAR: str(scratch / "gpu.lock")}
-        for _ in supervise.in_threads(self.opts.jobs, self._run_job, [(j, writer, scratch, lock_env) for j in jobs]):
+        jobs = sorted(jobs, key=_slowest_build_first)
+        lock = _lock_env(scratch)
+        for _ in supervise.in_threads(self.opts.jobs, self._run_job, [(j, writer, scratch, lock) for j in jobs]):
             pass
 
     def _run_job(self, job: Job, writer, scratch: Path, extra_env: dict | None = None) -> None:
@@ -299,24 +315,54 @@ class Run:
                             self.opts.item_timeout, self.opts.startup_timeout, on_event, on_lost,
                             self.opts.retry_after_timeout)
 
-    def _all_compile_times(self, todo: list[tuple[Job, bool]], writer, scratch: Path) -> None:
-        """Every implementation's compile-time processes, `compile_jobs` implementations at a time
-        (after the workers: nothing is being timed on the GPU then). Each process compiles on one
-        core, so up to a quarter of the cores in use leaves the figures those of an idle machine;
-        each record says how many ran beside it."""
-        jobs = self.opts.compile_jobs or max(1, (os.cpu_count() or 1) // 4)
-        with self.phases("compile-time processes"):
-            self.progress.describe(f"compile time: {len(todo)} implementations, {jobs} at a time")
-            results = supervise.in_threads(jobs, self._compile_times, [(job, scratch, aot) for job, aot in todo])
-            for (job, _), result in zip(todo, results, strict=True):
-                writer.write({"type": "compile", "backend": job.impl.backend, "variant": job.impl.variant,
-                              "problem": job.impl.problem, "compile": {**result, "concurrent": jobs}})
-                self.progress.advance(job.impl.label)
+    def _all_compile_times(self, todo: list[tuple[Job, bool]], writer, scratch: Path, lock: dict | None = None) -> None:
+        """Every implementation's compile-time processes, `compile_jobs` implementations at a time.
+        Each process compiles on one core, so up to a quarter of the cores in use leaves the figures
+        those of an idle machine; each record says how many ran beside it (`lock`: beside --jobs
+        workers, whose GPU lock their GPU part takes)."""
+        at_once = lock is not None and self.opts.compile_repeats > 1
+        # processes on a quarter of the cores; beside the workers on three quarters (a run that must end
+        # soon), each implementation's repeats at once
+        cores = os.cpu_count() or 1
+        jobs = self.opts.compile_jobs or max(1, cores * 3 // 4 // self.opts.compile_repeats if at_once else cores // 4)
+        self.progress.describe(f"compile time: {len(todo)} implementations, {jobs} at a time")
+        results = supervise.in_threads(jobs, self._compile_times, [(j, scratch, aot, lock, at_once) for j, aot in todo])
+        processes = jobs * (self.opts.compile_repeats if at_once else 1)
+        for (job, _), result in zip(todo, results, strict=True):
+            writer.write({"type": "compile", "backend": job.impl.backend, "variant": job.impl.variant,
+                          "problem": job.impl.problem, "compile": {**result, "concurrent": processes,
+                                                                    "beside_workers": self.opts.jobs if lock else 0}})
+            self.progress.advance(job.impl.label)
 
-    def _compile_times(self, job: Job, scratch: Path, ahead_of_time: bool = False) -> dict:
+    def _compile_beside_workers(self, todo: list[tuple[Job, bool]], writer, scratch: Path) -> threading.Thread:
+        """_all_compile_times in a thread of its own, slowest first (the longest path of the run)."""
+        todo = sorted(todo, key=lambda t: _slowest_build_first(t[0]))
+
+        def go():
+            try:
+                self._all_compile_times(todo, writer, scratch, _lock_env(scratch))
+            except BaseException as exc:     # e.g. Ctrl-C killed its processes: the workers' part decides
+                writer.write({"type": "note", "note": f"compile-time processes stopped: {type(exc).__name__}: {exc}"})
+        thread = threading.Thread(target=go, daemon=True)
+        thread.start()
+        return thread
+
+    def _compile_times(self, job: Job, scratch: Path, ahead_of_time: bool = False, lock: dict | None = None,
+                       at_once: bool = False) -> dict:
         impl = job.impl
-        return compile_times.measure(impl, scratch, self.out / "logs" / f"{impl.label}.{impl.problem}.compile.log",
-                                     self.opts.compile_repeats, self.opts.item_timeout, self.lane_env, ahead_of_time)
+        log = self.out / "logs" / f"{impl.label}.{impl.problem}.compile.log"
+        return compile_times.measure(impl, scratch, log, self.opts.compile_repeats, self.opts.item_timeout,
+                                     {**self.lane_env, **(lock or {})}, ahead_of_time, at_once=at_once)
+
+
+def _lock_env(scratch: Path) -> dict:
+    """The environment that puts a run's processes under one GPU lock (gpu_lock.py)."""
+    return {gpu_lock.LOCK_VAR: str(scratch / "gpu.lock")}
+
+
+def _slowest_build_first(job: Job) -> float:
+    """Sort key: a worker builds its cases one after another, so the slowest builder's is the longest path."""
+    return -backends.get(job.impl.backend).first_build_s(job.impl.problem, job.impl.variant)
 
 
 def summarize(jsonl: Path) -> dict:

@@ -22,7 +22,7 @@ import problems
 from backends.base import Unavailable
 from harness.measure import nvbench_engine
 from harness.measure import timing as timing_mod
-from harness.measure.gpu_lock import LOCK
+from harness.measure.gpu_lock import LOCK, WAIT_PHASE
 from harness.measure.phases import PHASES
 from harness.results import records
 from harness.run.session import Session, check_case, checked, follows_new_inputs, why_not
@@ -104,7 +104,8 @@ class Worker:
             last["out"] = b.run()
 
         with s.backend.stream_context(s.stream, s.variant), LOCK.exclusive():     # no other worker's kernels
-            timing = timing_mod.on_gpu(s.device, timed, measure) if s.device.kind == "cuda" else measure(timed)
+            timing = timing_mod.on_gpu(s.device, timed, measure, problem.roofline) if s.device.kind == "cuda" \
+                else measure(timed)
             if "host_ms" not in timing:
                 timing.update(timing_mod.host_call_costs(timed, s.device.sync))
         s.device.sync()
@@ -145,7 +146,7 @@ class Worker:
                 state.set_stream(self.s.device.stream)
 
                 def measure(timed):
-                    state.exec(lambda launch: timed())
+                    state.exec(lambda launch: timed(), batched=False)
                     return {}
                 rec = self.bench_item(i, problem, case, measure)
                 measured[f"item{i}"] = (i, rec)
@@ -244,10 +245,15 @@ def export_all(args) -> int:
     return 0
 
 
+COMPILE_NICENESS = 5     # beside --jobs workers: a worker that times gets a core before a compile process
+
+
 def compile_once(args) -> int:
     """Time build() and the first call in this (fresh) process, on the problem's compile case or
     else its first test case the implementation takes (or on --case); print one JSON line. With --export, time
     the ahead-of-time compile of that case instead (no GPU: nothing runs)."""
+    if LOCK.path is not None:
+        os.nice(COMPILE_NICENESS)
     problem = problems.get(args.problem)
     tests = [c for c in problem.cases() if c.kind == "test"]
     candidates = sorted(tests, key=lambda c: c.name != problem.compile_case_name)
@@ -263,13 +269,14 @@ def compile_once(args) -> int:
         return 0
     t0 = time.perf_counter()
     s = Session(args.backend, args.variant)          # imports the tool, opens the device
-    import_s = time.perf_counter() - t0
+    import_s = time.perf_counter() - t0 - PHASES.seconds[WAIT_PHASE]     # beside --jobs workers: their timing
     case = next((c for c in candidates if s.why_not(problem.name, c) is None), None)
     if case is None:
         result({"not_applicable": "no test case applies"})
         return 0
     b = s.prepare(problem, case, case.seed)
-    _, first_call = s.call(b.run, b.outputs)
+    with LOCK.shared():
+        _, first_call = s.call(b.run, b.outputs)
     # an implementation may name parts of its build time (e.g. Triton's autotuning) on its run()
     parts = getattr(b.run, "build_parts", {})
     result({"case": case.name, "build_s": b.build_s, "first_call_s": first_call, "parts": parts,
