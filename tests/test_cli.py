@@ -191,15 +191,17 @@ def test_compile_time_processes_of_several_implementations_at_once(tmp_path):
         assert comp["import_s"] > 0                     # importing the tool in a fresh process
 
 
-def test_an_interrupt_during_compile_processes_kills_them(tmp_path, bad_backends):
-    """Ctrl-C while compile-time processes run (several at once): exit 130 at once, none left behind
-    (they hang in their first call until --timeout, 30 s, without the kill)."""
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_an_interrupt_during_compile_processes_kills_them(tmp_path, bad_backends, jobs):
+    """Ctrl-C while compile-time processes run (several at once; with --jobs 2 beside the workers):
+    exit 130 at once, none left behind (they hang in their first call until --timeout, 30 s, without
+    the kill), the run's phase profile kept."""
     import signal
     import time
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "-b", "broken", "-p", "segreduce",
                              "--case", "1x1-float32", "--timeout", "30", "--compile-repeats", "2",
-                             "--compile-jobs", "2", "--out", str(out)],
+                             "--compile-jobs", "2", "--jobs", jobs, "--out", str(out)],
                             cwd=ROOT, env={**os.environ}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     log = out / "logs" / "broken[numpy].segreduce.compile.log"
     deadline = time.monotonic() + 120
@@ -214,6 +216,8 @@ def test_an_interrupt_during_compile_processes_kills_them(tmp_path, bad_backends
     left = subprocess.run(["pgrep", "-f", "harness.run.worker compile --backend broken"], capture_output=True,
                           text=True)
     assert left.stdout.strip() == "", "a compile process outlived the interrupted run"
+    run = json.loads((out / "results.json").read_text())["run"]
+    assert not run["complete"] and sum(run["phases"].values()) > 4            # where its time went, kept
 
 
 def test_case_data_kept_between_runs_in_WAYS_CASE_CACHE(tmp_path):

@@ -6,7 +6,8 @@
 #
 #   bash tools/gpu_steps.sh STEP...      steps: cutlass, cutlass-part, cutlass-nvcc, cutlass-compile,
 #                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
-#                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, demo
+#                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, demo,
+#                                        profile
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -68,6 +69,11 @@ for step in "$@"; do
     full-jobs)        # issue 21: the full default run, --jobs at a time (every bundle unpacked first)
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
         run_ways --jobs "${JOBS:-6}" --out "$OUT/$step/run" ;;
+    profile)          # issue 21: the host side of a bench case piece by piece, then where a short run's time goes
+      timeout 60 python -m tools.host_side_probe --out "$OUT/$step/host-elementwise.json"
+      timeout 60 python -m tools.host_side_probe --problem gemm --case 8192x8192x8192-bfloat16 \
+        --out "$OUT/$step/host-gemm.json"
+      run_ways -b "array_api[torch]" -b triton -b "nvrtc[]" --cases bench --no-compile --jobs 3 --out "$OUT/$step/run" ;;
     demo)             # issue 21: what `make demo` runs on a GPU (--quick, 4 jobs), then its page
       t1=$SECONDS
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \

@@ -73,13 +73,14 @@ def merge(lines: list[dict]) -> dict:
     for r in records:
         r["compile"] = compiles.get((r["backend"], r["variant"], r["problem"]), r["compile"])
     end = next((x for x in lines if x["type"] == "end"), None)
+    stopped = next((x for x in lines if x["type"] == "stopped"), None)     # an interrupted run's profile
     environment = dict(header["environment"])
     for x in lines:
         if x["type"] == "device":
             environment["device"] = {**(environment.get("device") or {}), **x["device"]}
         elif x["type"] == "gpu_state":
             environment[f"gpu_state_{x['when']}"] = x["state"]
-    doc = {"schema_version": SCHEMA_VERSION, "run": {**header["run"], **(end["run"] if end else {})},
+    doc = {"schema_version": SCHEMA_VERSION, "run": {**header["run"], **(end or stopped or {"run": {}})["run"]},
            "environment": environment, "records": records,
            "crosscheck": [x["crosscheck"] for x in lines if x["type"] == "crosscheck"]}
     doc["run"]["complete"] = end is not None
@@ -114,7 +115,7 @@ def quick_runs(doc: dict) -> bool:
 
 def flag_note(r: dict) -> str:
     """The flag and why, for notes and tooltips."""
-    why = (r.get("timing") or {}).get("suspect") if r["status"] == "ok" else error_line(r["error"])
+    why = (r.get("timing") or {}).get("suspect") if r["status"] == "ok" else error_line(r["error"] or r.get("reason"))
     return f"{flag(r)}: {why}" if flag(r) else ""
 
 

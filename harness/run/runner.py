@@ -103,6 +103,7 @@ class Run:
         self.phases = Phases()                 # this process's, and the workers' they report
         self.worker_phases = Phases()
         self._lock = threading.Lock()          # --jobs: the workers' threads report through it
+        self._beside: threading.Thread | None = None     # --jobs: the compile-time processes' thread
 
     def execute(self) -> dict:
         """Run the plan into --out. One run at a time per folder (OutputBusy otherwise); a previous
@@ -120,15 +121,20 @@ class Run:
                 "kinds": list(self.opts.kinds), "quick": self.opts.quick, "gpu_lane": self.lane,
                 "custom_case": self.opts.custom.to_json() if self.opts.custom else None}})
             scratch = Path(tempfile.mkdtemp(prefix="ways-"))
+            ended = False
             try:
                 self._execute(jobs, writer, scratch)
-                finished = time.time()
-                writer.write({"type": "end", "run": {"finished": _iso(finished),
-                                                     "duration_s": round(finished - started, 3),
-                                                     "phases": self.phase_profile(finished - started),
-                                                     "jobs": self.opts.jobs,
-                                                     "worker_phases": self.worker_phases.as_dict()}})
+                ended = True
             finally:
+                if self._beside is not None and self._beside.is_alive():     # interrupted: stop its processes
+                    supervise.kill_running()
+                    self._beside.join(timeout=30)
+                finished = time.time()
+                # an interrupted run's profile too ("stopped": complete stays false)
+                writer.write({"type": "end" if ended else "stopped", "run": {
+                    "finished": _iso(finished), "duration_s": round(finished - started, 3),
+                    "phases": self.phase_profile(finished - started), "jobs": self.opts.jobs,
+                    "worker_phases": self.worker_phases.as_dict()}})
                 writer.close()
                 shutil.rmtree(scratch, ignore_errors=True)
                 self.progress.stop()
@@ -156,12 +162,13 @@ class Run:
         todo = [(j, False) for j in available] + [(j, True) for j, _ in exported] if self.opts.measure_compile else []
         # --jobs: the compile-time processes start with the workers (CPU work; their GPU part waits
         # for the lock like a worker's), else they follow the workers on an idle GPU
-        beside = self._compile_beside_workers(todo, writer, scratch) if todo and self.opts.jobs > 1 else None
+        if todo and self.opts.jobs > 1:
+            self._beside = self._compile_beside_workers(todo, writer, scratch)
         with self.phases("workers"):
             self._run_jobs(available, writer, scratch)
-        if beside is not None:
+        if self._beside is not None:
             with self.phases("compile-time processes (after the workers ended)"):
-                beside.join()
+                self._beside.join()
         elif todo:
             with self.phases("compile-time processes"):
                 self._all_compile_times(todo, writer, scratch)
