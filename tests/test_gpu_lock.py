@@ -100,3 +100,28 @@ def test_compile_time_processes_run_beside_the_jobs_workers(tmp_path):
     run = doc["run"]
     assert "compile-time processes (after the workers ended)" in run["phases"]
     assert abs(sum(run["phases"].values()) - run["duration_s"]) < 0.05 * run["duration_s"] + 0.1
+
+
+def test_one_maker_per_case_for_workers_at_once(tmp_path):
+    """`--jobs` workers wanting the same case data: one makes it, the others wait and load it."""
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(3) as pool:
+        made = pool.starmap(_case_data_in_a_process, [(str(tmp_path),)] * 3)
+    assert sorted(made) == [False, False, True]
+
+
+def _case_data_in_a_process(cache: str) -> bool:
+    """Whether this process made the case data (problem.make_inputs ran here)."""
+    from pathlib import Path
+
+    import problems
+    from harness.run.session import case_data
+    problem = problems.get("segreduce")
+    case = problem.case("37x4097-float32")
+    calls = []
+    make = problem.make_inputs
+    problem.make_inputs = lambda *a: calls.append(1) or make(*a)
+    inputs, ref = case_data(problem, case, case.seed, Path(cache))
+    assert inputs["x"].shape == (37, 4097) and "y" in ref
+    return bool(calls)

@@ -3,6 +3,7 @@ fresh inputs, poisoned outputs, build, a call with the whole device synchronized
 float64 reference, then the same arrays given new values (check_case, checked, follows_new_inputs)."""
 from __future__ import annotations
 
+import fcntl
 import functools
 import inspect
 import os
@@ -96,7 +97,8 @@ class Session:
 
     def negate_inputs(self, problem, case: Case, b: Built) -> dict:
         """Write the negated inputs into the arrays `b.run` was built on; their reference."""
-        host, ref = problem.negated(case, b.host_inputs, b.ref)
+        with LOCK.released():
+            host, ref = problem.negated(case, b.host_inputs, b.ref)
         with PHASES("uploads"):
             self.device.sync()
             for name in problem.linear_inputs:
@@ -108,12 +110,11 @@ class Session:
     @PHASES.timed("checks")
     def changed_inputs(self, b: Built) -> str | None:
         """None, or which input arrays a call modified (an implementation must leave them be)."""
-        changed = []
-        for name, dev in b.inputs.items():
-            if isinstance(b.host_inputs[name], np.ndarray):
-                now = self.backend.to_host(dev, self.variant)
-                if not np.array_equal(now, b.host_inputs[name]):
-                    changed.append(f"{name!r} ({int(np.sum(now != b.host_inputs[name]))} elements)")
+        now = {name: self.backend.to_host(dev, self.variant) for name, dev in b.inputs.items()
+               if isinstance(b.host_inputs[name], np.ndarray)}
+        with LOCK.released():
+            changed = [f"{name!r} ({int(np.sum(a != b.host_inputs[name]))} elements)" for name, a in now.items()
+                       if not np.array_equal(a, b.host_inputs[name])]
         return f"run() modified its input {', '.join(changed)}" if changed else None
 
     def fetch(self, arrays: dict) -> dict:
@@ -142,17 +143,21 @@ def case_data(problem, case: Case, seed: int, cache: Path | None):
         return inputs, problem.reference(case, inputs)
     root = Path(os.environ[CASE_CACHE_VAR]) if os.environ.get(CASE_CACHE_VAR) else cache / "case-data"
     path = root / problem.name / f"{case.name}.seed{seed}.{_maker_hash(type(problem))}.pkl"
-    if path.is_file():
-        with open(path, "rb") as f:
-            return pickle.load(f)
-    inputs = problem.make_inputs(case, seed)
-    data = inputs, problem.reference(case, inputs)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        pickle.dump(data, f, protocol=5)
-    os.replace(tmp, path)
-    return data
+    if not path.is_file():      # (written whole by os.replace: a file there is complete)
+        # one maker per case: `--jobs` workers wanting the same case wait for it instead of each making it
+        with open(path.with_suffix(".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not path.is_file():
+                inputs = problem.make_inputs(case, seed)
+                data = inputs, problem.reference(case, inputs)
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                with open(tmp, "wb") as f:
+                    pickle.dump(data, f, protocol=5)
+                os.replace(tmp, path)
+                return data
+    with open(path, "rb") as f:
+        return pickle.load(f)
 
 
 CASE_CACHE_VAR = "WAYS_CASE_CACHE"
@@ -176,7 +181,8 @@ def checked(s: Session, problem, case: Case, rec: dict, got: dict, ref: dict, wh
     None; else keep the worst errors, mark it ok and return the outputs on the host."""
     host = s.fetch(got)
     try:
-        res = problem.check(host, ref, case)
+        with LOCK.released():          # the comparison is CPU work: another worker may time meanwhile
+            res = problem.check(host, ref, case)
     except CheckError as bad:
         rec.update(status="wrong", error=f"{when}: {bad}",
                    max_abs_err=records.finite(bad.result.max_abs_err),
