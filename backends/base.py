@@ -38,6 +38,9 @@ class Unavailable(RuntimeError):
 class Backend:
     name = ""                       # the folder's name, set by discovery
     variants: tuple[str, ...] = ("",)
+    # variants a run includes only where it names the backend (-b B or -b 'B[v]'): too slow for the
+    # default run's ten minutes, and another variant of the same tool is in it
+    opt_in_variants: tuple[str, ...] = ()
     extra = ""                      # the pyproject extra that installs the tool
     distributions: tuple[str, ...] = ()   # package names whose versions go into the results
     min_compute_capability = (7, 0)
@@ -166,6 +169,15 @@ class Backend:
         """Every JIT cache the lab knows of, and the backend's own, pointed into `tmpdir`: a worker
         with a fresh `tmpdir` compiles from nothing (the CUDA driver's PTX cache included)."""
         return {var: os.path.join(tmpdir, sub) for var, sub in {**JIT_CACHES, **self.cache_vars}.items()}
+
+
+def timing_kernels():
+    """Around the part of a build() that times candidate kernels (an implementation's own search):
+    with several workers on one GPU (`ways run --jobs`) no other worker's kernels run meanwhile, as
+    in the harness's own timing. A no-op otherwise. (A build that cannot separate its search from
+    its compiling says so with `Backend.build_times_kernels` and holds the GPU throughout.)"""
+    from harness.measure.gpu_lock import LOCK
+    return LOCK.exclusive()
 
 
 def compiling():

@@ -125,3 +125,25 @@ def _case_data_in_a_process(cache: str) -> bool:
     inputs, ref = case_data(problem, case, case.seed, Path(cache))
     assert inputs["x"].shape == (37, 4097) and "y" in ref
     return bool(calls)
+
+
+def test_a_slow_builder_is_spread_over_workers(tmp_path, monkeypatch):
+    """--jobs: an implementation whose builds take long (nvmath: ~80 s a case) runs as several
+    workers of SHARD_CASES cases each; every case still gives one record."""
+    import backends
+    from harness.run.plan import SHARD_CASES, Job, shards
+    from harness.run.registry import Impl
+    from tests.conftest import run_lab
+    numpy_backend = backends.get("array_api")
+    monkeypatch.setattr(type(numpy_backend), "first_build_s", lambda self, problem, variant: 100.0)
+    cases = [__import__("problems").get("segreduce").case(n) for n in ("1x1-float32", "37x4097-float32")] * 3
+    parts = shards(Job(Impl("array_api", "numpy", "segreduce"), cases))
+    assert [len(p.cases) for p in parts] == [SHARD_CASES, len(cases) - SHARD_CASES]
+    assert [p.shard for p in parts] == [".part1of2", ".part2of2"]
+    doc = run_lab(tmp_path, ["segreduce"], ["array_api[numpy]"], jobs=2)
+    recs = doc["records"]
+    tests = [c for c in __import__("problems").get("segreduce").cases() if c.kind == "test"]
+    assert sorted(r["case"] for r in recs) == sorted(c.name for c in tests)
+    assert all(r["status"] in ("ok", "not_applicable") for r in recs)
+    logs = sorted(p.name for p in (tmp_path / "out" / "logs").glob("array_api[[]numpy[]].segreduce.part*.log"))
+    assert len(logs) == -(-len(tests) // SHARD_CASES)

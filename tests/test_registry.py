@@ -74,3 +74,11 @@ def test_a_tool_installed_only_in_its_own_site_is_available(tmp_path, monkeypatc
     (tmp_path / "ways_site_only_tool" / "__init__.py").write_text("")
     monkeypatch.setenv("WAYS_TEST_SITE", str(tmp_path))
     assert tool.available("") == (True, "")
+
+
+def test_an_opt_in_variant_runs_only_where_its_backend_is_named():
+    """Helion's autotuned variant (its search holds the GPU 25-57 s a case) is not in the default run."""
+    labels = lambda impls: {i.label for i in impls}     # noqa: E731
+    assert "helion" not in labels(registry.select()) and "helion[fixed]" in labels(registry.select())
+    assert labels(registry.select(None, ["helion"])) == {"helion", "helion[fixed]"}
+    assert labels(registry.select(None, ["helion[]"])) == {"helion"}

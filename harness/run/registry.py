@@ -51,6 +51,8 @@ def select(problem_names=None, backend_specs=None) -> list[Impl]:
             continue
         if wanted and not any(b == impl.backend and v in (None, impl.variant) for b, v in wanted):
             continue
+        if not wanted and impl.variant in backends.get(impl.backend).opt_in_variants:
+            continue
         chosen.append(impl)
     return chosen
 

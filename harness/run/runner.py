@@ -12,7 +12,6 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import backends
@@ -20,73 +19,10 @@ import problems
 from harness.measure import env, gpu, gpu_lock, loc, roofline
 from harness.measure.phases import Phases
 from harness.results import crosscheck, records
-from harness.run import compile_times, registry, supervise
+from harness.run import compile_times, supervise
 from harness.run.outdir import OutputBusy, exclusive, set_aside_previous  # noqa: F401 (re-exported)
-from harness.run.registry import Impl
+from harness.run.plan import QUICK_MAX_BUILD_S, Job, Options, plan, shards  # noqa: F401 (re-exported)
 from problems.base import Case
-
-
-@dataclass
-class Options:
-    problems: list[str] = field(default_factory=list)
-    backends: list[str] = field(default_factory=list)
-    kinds: tuple[str, ...] = ("test", "bench")
-    custom: Case | None = None
-    dtype: str | None = None          # keep only built-in cases of this dtype
-    case_names: tuple[str, ...] = ()  # keep only built-in cases of these names
-    out: Path = Path("reports/latest")
-    item_timeout: float = 600.0
-    startup_timeout: float = 300.0
-    compile_repeats: int = 3
-    measure_compile: bool = True
-    retry_after_timeout: bool = False  # after a case times out, still run the implementation's others
-    quick: bool = False                # only each problem's quick_case_names; its records say quick
-    compile_jobs: int = 0              # implementations whose compile-time processes run at once; 0: cores // 4
-    jobs: int = 1                      # implementations whose workers run at once on the GPU (gpu_lock.py)
-
-
-QUICK_MAX_BUILD_S = 30.0    # `--quick` (a demo in minutes) leaves out implementations slower to build
-
-
-@dataclass
-class Job:
-    """One worker's share: one implementation over its cases."""
-    impl: Impl
-    cases: list[Case]
-
-
-def plan(opts: Options) -> list[Job]:
-    impls = registry.select(opts.problems, opts.backends)
-    if "bench" in opts.kinds or opts.custom is not None:
-        impls += vendor_references(impls)
-    def wanted(problem: str, c: Case) -> bool:
-        return (opts.dtype in (None, c.dtype) and (not opts.case_names or c.name in opts.case_names)
-                and (not opts.quick or c.name in problems.get(problem).quick_case_names))
-
-    jobs = [Job(i, [c for c in registry.cases_for(i.problem, opts.kinds, opts.custom) if wanted(i.problem, c)])
-            for i in impls]
-    # Problem-major order, rotating which backend goes first: no backend owns one thermal state.
-    by_problem: dict[str, list[Job]] = {}
-    for j in jobs:
-        by_problem.setdefault(j.impl.problem, []).append(j)
-    ordered = []
-    for k, p in enumerate(sorted(by_problem)):
-        group = by_problem[p]
-        shift = k % len(group)
-        ordered += group[shift:] + group[:shift]
-    return [j for j in ordered if j.cases]
-
-
-def vendor_references(impls: list[Impl]) -> list[Impl]:
-    """Compute-bound problems are judged against their vendor library: add its rows if missing."""
-    labels = {(i.problem, i.label) for i in impls}
-    known = {(i.problem, i.label): i for i in registry.implementations()}
-    extra = []
-    for p in sorted({i.problem for i in impls}):
-        vendor = problems.get(p).vendor
-        if vendor and not any((p, v) in labels for v in vendor):
-            extra += [known[(p, v)] for v in vendor if (p, v) in known]
-    return extra
 
 
 class Run:
@@ -288,7 +224,7 @@ class Run:
                 self._run_job(job, writer, scratch)
             return
         # slowest builders first: a worker builds its cases one after another, so theirs is the longest path
-        jobs = sorted(jobs, key=_slowest_build_first)
+        jobs = sorted((shard for j in jobs for shard in shards(j)), key=_slowest_build_first)
         lock = _lock_env(scratch)
         for _ in supervise.in_threads(self.opts.jobs, self._run_job, [(j, writer, scratch, lock) for j in jobs]):
             pass
@@ -318,7 +254,7 @@ class Run:
             self.progress.advance(impl.label)
 
         supervise.run_items(impl.backend, impl.variant, items, scratch,
-                            self.out / "logs" / f"{impl.label}.{impl.problem}.log", environ,
+                            self.out / "logs" / f"{impl.label}.{impl.problem}{job.shard}.log", environ,
                             self.opts.item_timeout, self.opts.startup_timeout, on_event, on_lost,
                             self.opts.retry_after_timeout)
 

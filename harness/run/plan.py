@@ -1,0 +1,91 @@
+"""What a run does: its options, the plan (one job per implementation, its cases), the jobs a slow
+builder is spread over, and the vendor rows a compute-bound problem is judged against."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import backends
+import problems
+from harness.run import registry
+from harness.run.registry import Impl
+from problems.base import Case
+
+
+@dataclass
+class Options:
+    problems: list[str] = field(default_factory=list)
+    backends: list[str] = field(default_factory=list)
+    kinds: tuple[str, ...] = ("test", "bench")
+    custom: Case | None = None
+    dtype: str | None = None          # keep only built-in cases of this dtype
+    case_names: tuple[str, ...] = ()  # keep only built-in cases of these names
+    out: Path = Path("reports/latest")
+    item_timeout: float = 600.0
+    startup_timeout: float = 300.0
+    compile_repeats: int = 3
+    measure_compile: bool = True
+    retry_after_timeout: bool = False  # after a case times out, still run the implementation's others
+    quick: bool = False                # only each problem's quick_case_names; its records say quick
+    compile_jobs: int = 0              # implementations whose compile-time processes run at once; 0: cores // 4
+    jobs: int = 1                      # implementations whose workers run at once on the GPU (gpu_lock.py)
+
+
+QUICK_MAX_BUILD_S = 30.0    # `--quick` (a demo in minutes) leaves out implementations slower to build
+
+
+@dataclass
+class Job:
+    """One worker's share: one implementation over its cases (`shard`: which part of them, if split)."""
+    impl: Impl
+    cases: list[Case]
+    shard: str = ""
+
+
+SHARD_BUILD_S = 30.0      # --jobs: an implementation this slow to build (a case) is spread over workers,
+SHARD_CASES = 4           # this many cases each, since a worker builds its cases one after another
+
+
+def shards(job: Job) -> list[Job]:
+    """`job`, or for a slow builder (nvmath's cuBLASDx kernels: ~80 s a case, its cache no help in a
+    new process) its cases in parts of SHARD_CASES, each a worker that `--jobs` runs beside the others."""
+    impl = job.impl
+    if backends.get(impl.backend).first_build_s(impl.problem, impl.variant) < SHARD_BUILD_S \
+            or len(job.cases) <= SHARD_CASES:
+        return [job]
+    parts = [job.cases[k:k + SHARD_CASES] for k in range(0, len(job.cases), SHARD_CASES)]
+    return [Job(impl, part, f".part{k + 1}of{len(parts)}") for k, part in enumerate(parts)]
+
+
+def plan(opts: Options) -> list[Job]:
+    impls = registry.select(opts.problems, opts.backends)
+    if "bench" in opts.kinds or opts.custom is not None:
+        impls += vendor_references(impls)
+    def wanted(problem: str, c: Case) -> bool:
+        return (opts.dtype in (None, c.dtype) and (not opts.case_names or c.name in opts.case_names)
+                and (not opts.quick or c.name in problems.get(problem).quick_case_names))
+
+    jobs = [Job(i, [c for c in registry.cases_for(i.problem, opts.kinds, opts.custom) if wanted(i.problem, c)])
+            for i in impls]
+    # Problem-major order, rotating which backend goes first: no backend owns one thermal state.
+    by_problem: dict[str, list[Job]] = {}
+    for j in jobs:
+        by_problem.setdefault(j.impl.problem, []).append(j)
+    ordered = []
+    for k, p in enumerate(sorted(by_problem)):
+        group = by_problem[p]
+        shift = k % len(group)
+        ordered += group[shift:] + group[:shift]
+    return [j for j in ordered if j.cases]
+
+
+def vendor_references(impls: list[Impl]) -> list[Impl]:
+    """Compute-bound problems are judged against their vendor library: add its rows if missing."""
+    labels = {(i.problem, i.label) for i in impls}
+    known = {(i.problem, i.label): i for i in registry.implementations()}
+    extra = []
+    for p in sorted({i.problem for i in impls}):
+        vendor = problems.get(p).vendor
+        if vendor and not any((p, v) in labels for v in vendor):
+            extra += [known[(p, v)] for v in vendor if (p, v) in known]
+    return extra
