@@ -90,7 +90,8 @@ def rows(doc: dict) -> list[dict]:
             "not applicable": sorted({f"{r['problem']}: {r['reason']}" for r in recs
                                       if r["status"] == "not_applicable" and r.get("reason")}),
             "ahead of time": backend.aot_target or "no",
-            "min compute capability": ".".join(map(str, backend.min_compute_capability)),
+            # no package metadata names it (a wheel's bundled cubins, e.g. CUPTI's in Triton's, are not its floor)
+            "min compute capability": ".".join(map(str, backend.min_compute_capability)) + " (declared)",
             # from the extra's packages where pip's resolution names a CUDA release, else what the backend declares
             "min driver CUDA": cuda_from_packages(fp.get("resolved") or [])
             or ".".join(map(str, backend.min_driver_cuda)) + " (declared)",
@@ -108,7 +109,7 @@ NOTE = ("Per implementation: best % of peak (cold) per problem, the longest impo
         "own few dependencies; blank: not measured); not applicable: the reasons its cases gave (the dtypes and "
         "shapes it does not take); min driver CUDA: the newest CUDA major among the extra's resolved packages "
         "(named by the package that says so; \"(declared)\": no package names one, or no resolution recorded: the "
-        "backend's own figure).")
+        "backend's own figure); min cc: what the backend declares (no package metadata gives it).")
 TEXT_COLUMNS = ("dtypes", "ahead of time", "min cc", "min driver", "licence", "not applicable")
 
 
