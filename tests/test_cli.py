@@ -227,7 +227,7 @@ def test_case_data_kept_between_runs_in_WAYS_CASE_CACHE(tmp_path):
             "--case", "37x4097-float32", "--no-compile"]
     first = subprocess.run([*args, "--out", str(tmp_path / "a")], cwd=ROOT, env=env, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
-    files = sorted(cache.glob("segreduce/37x4097-float32.seed*.pkl"))
+    files = sorted(cache.glob("segreduce/37x4097-float32.seed*/buffer*"))
     assert files, "no case data kept"
     stamps = [f.stat().st_mtime_ns for f in files]
     second = subprocess.run([*args, "--out", str(tmp_path / "b")], cwd=ROOT, env=env, capture_output=True, text=True)

@@ -74,3 +74,19 @@ def test_non_finite_figures_become_null():
     rec = {"timing": {"cold": {"noise": float("nan"), "samples": [1.0, float("inf")]}, "median_ms": 0.5}}
     assert json.loads(json.dumps(records.finite(rec), allow_nan=False)) == \
         {"timing": {"cold": {"noise": None, "samples": [1.0, None]}, "median_ms": 0.5}}
+
+
+def test_case_store_round_trip_maps_arrays_writable(tmp_path):
+    """Case data stored as a structure and one file per array comes back equal, writable (mapped
+    copy-on-write: the file is never changed), scalars and empty arrays included."""
+    import numpy as np
+
+    from harness.run import case_store
+    data = ({"x": np.arange(12, dtype=np.float32).reshape(3, 4), "alpha": 1.5, "none": np.zeros(0)},
+            {"y": (np.ones(3), None)})
+    case_store.save(tmp_path / "c", data)
+    inputs, ref = case_store.load(tmp_path / "c")
+    assert np.array_equal(inputs["x"], data[0]["x"]) and inputs["alpha"] == 1.5 and inputs["none"].size == 0
+    inputs["x"][0, 0] = 99                     # writable, and the stored copy stays as it was
+    assert case_store.load(tmp_path / "c")[0]["x"][0, 0] == 0
+    assert np.array_equal(ref["y"][0], np.ones(3)) and ref["y"][1] is None

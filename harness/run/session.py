@@ -3,11 +3,7 @@ fresh inputs, poisoned outputs, build, a call with the whole device synchronized
 float64 reference, then the same arrays given new values (check_case, checked, follows_new_inputs)."""
 from __future__ import annotations
 
-import fcntl
-import functools
 import inspect
-import os
-import pickle
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +16,7 @@ from harness.measure.device import open_device
 from harness.measure.gpu_lock import LOCK, WAIT_PHASE
 from harness.measure.phases import PHASES
 from harness.results import records
+from harness.run.case_store import case_data
 from problems.base import Case, CheckError, decode, poison
 
 N_SEEDS = 3
@@ -131,48 +128,6 @@ class Built:
     outputs: dict
     ref: dict
     build_s: float
-
-
-def case_data(problem, case: Case, seed: int, cache: Path | None):
-    """Host inputs and reference for (case, seed): made once a run and shared by its workers,
-    since a 1 GiB input and its float64 reference take longer to make than to time. With
-    WAYS_CASE_CACHE set, kept in that folder between runs too, under a name that carries a hash of
-    the code that makes them (the problem's module and problems/base.py) and numpy's version."""
-    if cache is None and not os.environ.get(CASE_CACHE_VAR):
-        inputs = problem.make_inputs(case, seed)
-        return inputs, problem.reference(case, inputs)
-    root = Path(os.environ[CASE_CACHE_VAR]) if os.environ.get(CASE_CACHE_VAR) else cache / "case-data"
-    path = root / problem.name / f"{case.name}.seed{seed}.{_maker_hash(type(problem))}.pkl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.is_file():      # (written whole by os.replace: a file there is complete)
-        # one maker per case: `--jobs` workers wanting the same case wait for it instead of each making it
-        with open(path.with_suffix(".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not path.is_file():
-                inputs = problem.make_inputs(case, seed)
-                data = inputs, problem.reference(case, inputs)
-                tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                with open(tmp, "wb") as f:
-                    pickle.dump(data, f, protocol=5)
-                os.replace(tmp, path)
-                return data
-    with open(path, "rb") as f:
-        return pickle.load(f)
-
-
-CASE_CACHE_VAR = "WAYS_CASE_CACHE"
-
-
-@functools.cache
-def _maker_hash(problem_class) -> str:
-    """12 hex digits naming the code that makes a problem's inputs and reference."""
-    import hashlib
-
-    import problems.base
-    h = hashlib.sha256(np.__version__.encode())
-    for module in (inspect.getmodule(problem_class), problems.base):
-        h.update(inspect.getsource(module).encode())
-    return h.hexdigest()[:12]
 
 
 @PHASES.timed("checks")
