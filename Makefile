@@ -30,8 +30,8 @@ $(VENV)/.installed: pyproject.toml Makefile requirements/tilelang-site.txt
 test: $(VENV)/.installed
 	WAYS_TILELANG_SITE=$(TILELANG_SITE) $(PY) -m pytest
 
-# on a GPU, four implementations' workers at once (ways run --jobs: the GPU is one's alone while it times)
-DEMO_JOBS ?= $(if $(HAS_GPU),4,1)
+# on a GPU, six implementations' workers at once (ways run --jobs: the GPU is one's alone while it times)
+DEMO_JOBS ?= $(if $(HAS_GPU),6,1)
 
 demo: $(VENV)/.installed
 	WAYS_TILELANG_SITE=$(TILELANG_SITE) $(VENV)/bin/ways run --quick --jobs $(DEMO_JOBS) --out reports/latest

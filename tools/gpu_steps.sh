@@ -74,10 +74,10 @@ for step in "$@"; do
       timeout 60 python -m tools.host_side_probe --problem gemm --case 8192x8192x8192-bfloat16 \
         --out "$OUT/$step/host-gemm.json"
       run_ways -b "array_api[torch]" -b triton -b "nvrtc[]" --cases bench --no-compile --jobs 3 --out "$OUT/$step/run" ;;
-    demo)             # issue 21: what `make demo` runs on a GPU (--quick, 4 jobs), then its page
+    demo)             # issue 21: what `make demo` runs on a GPU (--quick, 6 jobs), then its page
       t1=$SECONDS
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
-        run_ways --quick --jobs "${JOBS:-4}" --out "$OUT/$step/run"
+        run_ways --quick --jobs "${JOBS:-6}" --out "$OUT/$step/run"
       python -m harness report "$OUT/$step/run/results.json" --html
       echo "demo (run + page): $((SECONDS - t1)) s" | tee "$OUT/$step/demo-time.txt" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;

@@ -1,6 +1,7 @@
 """Issue 21: what the host side of one bench case costs on this machine, piece by piece (the phase
-profile sums them per run; this splits them): inputs, float64 reference, the case-data cache's
-pickle round trip, the poisoned output, uploads and downloads through torch, and the check.
+profile sums them per run; this splits them): inputs, float64 reference, the case-data store's
+round trip (harness/run/case_store.py), the poisoned output, uploads and downloads through torch,
+and the check.
 
     python -m tools.host_side_probe [--problem elementwise] [--case 268435456-float32] [--out FILE]
 """
@@ -8,11 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import pickle
+import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 import problems
+from harness.run import case_store
 from problems.base import poison
 
 
@@ -32,9 +36,13 @@ def probe(problem_name: str, case_name: str) -> dict:
 
     inputs = timed("make_inputs", lambda: problem.make_inputs(case, case.seed))
     ref = timed("reference (float64)", lambda: problem.reference(case, inputs))
-    blob = timed("pickle dumps", lambda: pickle.dumps((inputs, ref), protocol=5))
-    timed("pickle loads", lambda b=blob: pickle.loads(b))
-    blob = None
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "case"
+        timed("case store: save", lambda: case_store.save(store, (inputs, ref)))
+        loaded = timed("case store: load (mapped)", lambda: case_store.load(store))
+        timed("case store: read every byte of the mapped inputs",
+              lambda got=loaded: [np.asarray(v).view(np.uint8).sum() for v in got[0].values() if hasattr(v, "nbytes")])
+        loaded = None
     spec = problem.output_spec(case)
     host_out = timed("poisoned outputs", lambda: {k: poison(shape, dt) for k, (shape, dt) in spec.items()})
     arrays = {k: v for k, v in inputs.items() if hasattr(v, "nbytes")}

@@ -2,8 +2,9 @@
 current stream. Two variants: the default one autotunes each case in build() (Helion's own search,
 `autotune_effort` quick by default: WAYS_HELION_EFFORT), and that share of build time is reported
 apart (`autotune_s`); it runs where a run names it (-b helion, -b 'helion[]'), not in the default
-run, whose ten minutes its search alone would take twice over; `fixed` runs one hand-picked helion.Config per kernel and dtype (no search),
-so its build is Helion's code generation plus Triton's compile. Without a GPU, TRITON_INTERPRET=1
+run, whose ten minutes its search alone would take twice over; `fixed` runs one hand-picked
+helion.Config per kernel and dtype (no search), so its build is Helion's code generation plus
+Triton's compile. Without a GPU, TRITON_INTERPRET=1
 runs the generated Triton code (fixed configs) in Triton's interpreter on CPU tensors. (Helion's
 own HELION_INTERPRET=1 eager mode runs elementwise and segreduce on the CPU too, but not the GEMM:
 torch has no CPU kernel for `aten::mm.dtype`.)"""
