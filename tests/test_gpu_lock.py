@@ -147,3 +147,27 @@ def test_a_slow_builder_is_spread_over_workers(tmp_path, monkeypatch):
     assert all(r["status"] in ("ok", "not_applicable") for r in recs)
     logs = sorted(p.name for p in (tmp_path / "out" / "logs").glob("array_api[[]numpy[]].segreduce.part*.log"))
     assert len(logs) == -(-len(tests) // SHARD_CASES)
+
+
+def test_build_time_leaves_out_waiting_for_the_gpu():
+    """A build that waits for another worker's timing (compiling() released the GPU, taking it back
+    waits) is not charged for the wait: build_s is the build's own time."""
+    import time
+    import types
+
+    import problems
+    from harness.measure.gpu_lock import WAIT_PHASE
+    from harness.measure.phases import PHASES
+    from harness.run.session import Session
+    s = Session("array_api", "numpy")
+    problem = problems.get("segreduce")
+    real = s.module("segreduce")
+
+    def build(case, inputs, outputs, stream, **kw):
+        with PHASES(WAIT_PHASE):
+            time.sleep(0.4)                        # as if another worker timed meanwhile
+        return real.build(case, inputs, outputs, stream, **kw)
+    s.modules["segreduce"] = types.SimpleNamespace(build=build)
+    case = problem.case("37x4097-float32")
+    b = s.prepare(problem, case, case.seed)
+    assert b.build_s < 0.3

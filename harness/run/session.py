@@ -60,14 +60,14 @@ class Session:
         # an autotuner times kernels in build(): it needs the GPU alone, as timing does
         lock = LOCK.exclusive() if self.backend.build_times_kernels(problem.name, self.variant) else LOCK.shared()
         with PHASES("builds"), lock, self.backend.stream_context(self.stream, self.variant):
-            t0, waited = time.perf_counter(), PHASES.seconds[WAIT_PHASE]
+            t0, waited = time.perf_counter(), PHASES.seconds.get(WAIT_PHASE, 0.0)
             build = self.module(problem.name).build
             # a backend with variants tells its implementation which one through `variant`
             extra = {"variant": self.variant} if "variant" in inspect.signature(build).parameters else {}
             run = build(case, inputs, outputs, self.stream, **extra, **options)
             self.device.sync()
             # time spent waiting for another worker's timing (compiling() released the GPU) is not build time
-            build_s = time.perf_counter() - t0 - (PHASES.seconds[WAIT_PHASE] - waited)
+            build_s = time.perf_counter() - t0 - (PHASES.seconds.get(WAIT_PHASE, 0.0) - waited)
         return Built(run, host_inputs, inputs, outputs, ref, build_s)
 
     def arrays(self, problem, case: Case, seed: int, cache: Path | None = None):

@@ -269,7 +269,7 @@ def compile_once(args) -> int:
         return 0
     t0 = time.perf_counter()
     s = Session(args.backend, args.variant)          # imports the tool, opens the device
-    import_s = time.perf_counter() - t0 - PHASES.seconds[WAIT_PHASE]     # beside --jobs workers: their timing
+    import_s = time.perf_counter() - t0 - PHASES.seconds.get(WAIT_PHASE, 0.0)     # beside --jobs workers: their timing
     case = next((c for c in candidates if s.why_not(problem.name, c) is None), None)
     if case is None:
         result({"not_applicable": "no test case applies"})
