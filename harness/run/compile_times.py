@@ -23,6 +23,7 @@ def measure(impl: Impl, scratch: Path, log: Path, repeats: int, timeout: float, 
     args += ["--export"] if ahead_of_time else []
     args += ["--case", case] if case else []
     cold, warm, first_calls, imports, parts, case = [], [], [], [], {}, None
+    cold_cpu, warm_cpu = [], []       # CPU seconds: a loaded machine stretches wall time, not these
     paths = backend.search_paths(impl.variant)
 
     def env(cache: Path) -> dict:
@@ -40,6 +41,8 @@ def measure(impl: Impl, scratch: Path, log: Path, repeats: int, timeout: float, 
             if r.get("not_applicable"):
                 return {"case": None, "error": r["not_applicable"]}
             cold.append(r["build_s"])
+            if r.get("build_cpu_s") is not None:
+                cold_cpu.append(r["build_cpu_s"])
             if r.get("import_s") is not None:
                 imports.append(r["import_s"])
             if r["first_call_s"] is not None:
@@ -47,12 +50,17 @@ def measure(impl: Impl, scratch: Path, log: Path, repeats: int, timeout: float, 
             for name, seconds in r.get("parts", {}).items():
                 parts.setdefault(name, []).append(seconds)
             case = r["case"]
-        warm += [r["build_s"] for r in processes(caches)]       # each on the cache a cold process filled
+        for r in processes(caches):            # each on the cache a cold process filled
+            warm.append(r["build_s"])
+            if r.get("build_cpu_s") is not None:
+                warm_cpu.append(r["build_cpu_s"])
     except RuntimeError as exc:
         return {"case": case, "error": str(exc)[-2000:], "cold_samples": cold, "warm_samples": warm}
     return {"case": case, "cold_s": statistics.median(cold), "warm_s": statistics.median(warm),
             "first_call_s": statistics.median(first_calls) if first_calls else None,
             "import_s": statistics.median(imports) if imports else None,
             "cold_samples": cold, "warm_samples": warm,
+            "cold_cpu_s": statistics.median(cold_cpu) if cold_cpu else None,
+            "warm_cpu_s": statistics.median(warm_cpu) if warm_cpu else None,
             "cold_parts_s": {name: statistics.median(v) for name, v in parts.items()},
             "ahead_of_time": ahead_of_time, "processes": len(cold) + len(warm), "repeats_at_once": at_once}

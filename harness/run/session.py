@@ -4,6 +4,7 @@ float64 reference, then the same arrays given new values (check_case, checked, f
 from __future__ import annotations
 
 import inspect
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,7 +61,7 @@ class Session:
         # an autotuner times kernels in build(): it needs the GPU alone, as timing does
         lock = LOCK.exclusive() if self.backend.build_times_kernels(problem.name, self.variant) else LOCK.shared()
         with PHASES("builds"), lock, self.backend.stream_context(self.stream, self.variant):
-            t0, waited = time.perf_counter(), PHASES.seconds.get(WAIT_PHASE, 0.0)
+            t0, waited, cpu0 = time.perf_counter(), PHASES.seconds.get(WAIT_PHASE, 0.0), cpu_seconds()
             build = self.module(problem.name).build
             # a backend with variants tells its implementation which one through `variant`
             extra = {"variant": self.variant} if "variant" in inspect.signature(build).parameters else {}
@@ -68,7 +69,7 @@ class Session:
             self.device.sync()
             # time spent waiting for another worker's timing (compiling() released the GPU) is not build time
             build_s = time.perf_counter() - t0 - (PHASES.seconds.get(WAIT_PHASE, 0.0) - waited)
-        return Built(run, host_inputs, inputs, outputs, ref, build_s)
+        return Built(run, host_inputs, inputs, outputs, ref, build_s, cpu_seconds() - cpu0)
 
     def arrays(self, problem, case: Case, seed: int, cache: Path | None = None):
         """Fresh inputs (host and device), poisoned outputs and the reference, nothing built."""
@@ -128,6 +129,14 @@ class Built:
     outputs: dict
     ref: dict
     build_s: float
+    build_cpu_s: float | None = None     # CPU seconds of this process and the compilers it waited for
+
+
+def cpu_seconds() -> float:
+    """User + system CPU time of this process and of its children it has waited for (nvcc, ...):
+    unlike wall time, not stretched by other processes competing for the cores."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 @PHASES.timed("checks")

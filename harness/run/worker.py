@@ -279,8 +279,8 @@ def compile_once(args) -> int:
         _, first_call = s.call(b.run, b.outputs)
     # an implementation may name parts of its build time (e.g. Triton's autotuning) on its run()
     parts = getattr(b.run, "build_parts", {})
-    result({"case": case.name, "build_s": b.build_s, "first_call_s": first_call, "parts": parts,
-            "import_s": import_s})
+    result({"case": case.name, "build_s": b.build_s, "build_cpu_s": b.build_cpu_s, "first_call_s": first_call,
+            "parts": parts, "import_s": import_s})
     return 0
 
 
