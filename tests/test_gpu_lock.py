@@ -130,7 +130,8 @@ def _case_data_in_a_process(cache: str) -> bool:
 
 def test_a_slow_builder_is_spread_over_workers(tmp_path, monkeypatch):
     """--jobs: an implementation whose builds take long (nvmath: ~80 s a case) runs as several
-    workers of SHARD_CASES cases each; every case still gives one record."""
+    workers of SHARD_CASES cases each, every case still giving one record, and its compile time is
+    measured by one cold and one warm process."""
     import backends
     from harness.run.plan import SHARD_CASES, Job, shards
     from harness.run.registry import Impl
@@ -141,8 +142,9 @@ def test_a_slow_builder_is_spread_over_workers(tmp_path, monkeypatch):
     parts = shards(Job(Impl("array_api", "numpy", "segreduce"), cases))
     assert [len(p.cases) for p in parts] == [SHARD_CASES, len(cases) - SHARD_CASES]
     assert [p.shard for p in parts] == [".part1of2", ".part2of2"]
-    doc = run_lab(tmp_path, ["segreduce"], ["array_api[numpy]"], jobs=2)
+    doc = run_lab(tmp_path, ["segreduce"], ["array_api[numpy]"], jobs=2, measure_compile=True, compile_repeats=2)
     recs = doc["records"]
+    assert recs[0]["compile"]["processes"] == 2       # a slow builder beside the workers: one cold, one warm
     tests = [c for c in __import__("problems").get("segreduce").cases() if c.kind == "test"]
     assert sorted(r["case"] for r in recs) == sorted(c.name for c in tests)
     assert all(r["status"] in ("ok", "not_applicable") for r in recs)

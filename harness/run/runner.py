@@ -21,7 +21,7 @@ from harness.measure.phases import Phases
 from harness.results import crosscheck, records
 from harness.run import compile_times, supervise
 from harness.run.outdir import OutputBusy, exclusive, set_aside_previous  # noqa: F401 (re-exported)
-from harness.run.plan import QUICK_MAX_BUILD_S, Job, Options, plan, shards  # noqa: F401 (re-exported)
+from harness.run.plan import QUICK_MAX_BUILD_S, SHARD_BUILD_S, Job, Options, plan, shards  # noqa: F401
 from problems.base import Case
 
 
@@ -294,7 +294,11 @@ class Run:
                        at_once: bool = False) -> dict:
         impl = job.impl
         log = self.out / "logs" / f"{impl.label}.{impl.problem}.compile.log"
-        return compile_times.measure(impl, scratch, log, self.opts.compile_repeats, self.opts.item_timeout,
+        # a build of minutes varies little (nvmath's cold ones: 77-83 s), and three cold and three warm
+        # processes of it would take more CPU than the rest of the run's compile processes together
+        slow = backends.get(impl.backend).first_build_s(impl.problem, impl.variant) >= SHARD_BUILD_S
+        repeats = 1 if slow and lock else self.opts.compile_repeats
+        return compile_times.measure(impl, scratch, log, repeats, self.opts.item_timeout,
                                      {**self.lane_env, **(lock or {})}, ahead_of_time, at_once=at_once)
 
 
