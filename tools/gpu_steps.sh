@@ -68,7 +68,7 @@ for step in "$@"; do
         | tee "$OUT/$step/compare.txt" ;;
     full-jobs)        # issue 21: the full default run, --jobs at a time (every bundle unpacked first)
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
-        run_ways --jobs "${JOBS:-6}" --out "$OUT/$step/run" ;;
+        run_ways --jobs "${JOBS:-8}" --out "$OUT/$step/run" ;;
     profile)          # issue 21: the host side of a bench case piece by piece, then where a short run's time goes
       timeout 60 python -m tools.host_side_probe --out "$OUT/$step/host-elementwise.json"
       timeout 60 python -m tools.host_side_probe --problem gemm --case 8192x8192x8192-bfloat16 \
