@@ -178,14 +178,21 @@ def test_quick_runs_each_problems_quick_cases_and_marks_its_rows(tmp_path):
     assert bad.returncode == 2 and "--quick picks its own cases" in bad.stderr
 
 
-def test_compile_time_processes_of_several_implementations_at_once(tmp_path):
+def compile_records(tmp_path, *options: str) -> tuple[dict, dict]:
+    """A run of NumPy's segreduce and elementwise test cases with compile-time processes (`options`
+    say how): its compile figures by problem (both there), and its results document."""
     out = tmp_path / "out"
     r = ways("run", "-b", "array_api[numpy]", "-p", "segreduce", "-p", "elementwise", "--cases", "test",
-             "--compile-repeats", "1", "--compile-jobs", "2", "--out", str(out))
+             *options, "--out", str(out))
     assert r.returncode == 0, r.stderr
     doc = json.loads((out / "results.json").read_text())
     compiled = {x["problem"]: x["compile"] for x in doc["records"]}
     assert set(compiled) == {"segreduce", "elementwise"}
+    return compiled, doc
+
+
+def test_compile_time_processes_of_several_implementations_at_once(tmp_path):
+    compiled, _ = compile_records(tmp_path, "--compile-repeats", "1", "--compile-jobs", "2")
     for comp in compiled.values():
         assert comp["concurrent"] == 2 and comp["cold_s"] > 0 and comp["warm_s"] > 0 and comp["processes"] == 2
         assert comp["import_s"] > 0                     # importing the tool in a fresh process

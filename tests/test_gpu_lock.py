@@ -85,14 +85,8 @@ def test_run_with_two_jobs_accounts_for_its_time(tmp_path):
 def test_compile_time_processes_run_beside_the_jobs_workers(tmp_path):
     """--jobs: the compile-time processes start with the workers (under the same GPU lock), each
     implementation's cold repeats at once, then its warm ones, each on a cache a cold one filled."""
-    from tests.test_cli import ways
-    out = tmp_path / "out"
-    r = ways("run", "-b", "array_api[numpy]", "-p", "segreduce", "-p", "elementwise", "--cases", "test",
-             "--jobs", "2", "--compile-repeats", "2", "--out", str(out))
-    assert r.returncode == 0, r.stderr
-    doc = json.loads((out / "results.json").read_text())
-    compiled = {x["problem"]: x["compile"] for x in doc["records"]}
-    assert set(compiled) == {"segreduce", "elementwise"}
+    from tests.test_cli import compile_records
+    compiled, doc = compile_records(tmp_path, "--jobs", "2", "--compile-repeats", "2")
     for comp in compiled.values():
         assert comp["beside_workers"] == 2 and comp["repeats_at_once"] and comp["processes"] == 4
         assert len(comp["cold_samples"]) == len(comp["warm_samples"]) == 2 and comp["warm_s"] > 0

@@ -22,8 +22,7 @@ def measure(impl: Impl, scratch: Path, log: Path, repeats: int, timeout: float, 
     args = ["compile", "--backend", impl.backend, "--variant", impl.variant, "--problem", impl.problem]
     args += ["--export"] if ahead_of_time else []
     args += ["--case", case] if case else []
-    cold, warm, first_calls, imports, parts, case = [], [], [], [], {}, None
-    cold_cpu, warm_cpu = [], []       # CPU seconds: a loaded machine stretches wall time, not these
+    colds, warms = [], []             # each process's result line
     paths = backend.search_paths(impl.variant)
 
     def env(cache: Path) -> dict:
@@ -35,32 +34,28 @@ def measure(impl: Impl, scratch: Path, log: Path, repeats: int, timeout: float, 
         with ThreadPoolExecutor(len(caches)) as pool:     # all finish; a failure is raised in order below
             done = [pool.submit(supervise.run_json, args, env(c), timeout, log) for c in caches]
         return (f.result() for f in done)
+
+    def median(results: list[dict], key: str):
+        values = [r[key] for r in results if r.get(key) is not None]
+        return statistics.median(values) if values else None
     try:
         caches = [Path(tempfile.mkdtemp(dir=scratch, prefix="cache-")) for _ in range(repeats)]
         for r in processes(caches):
             if r.get("not_applicable"):
                 return {"case": None, "error": r["not_applicable"]}
-            cold.append(r["build_s"])
-            if r.get("build_cpu_s") is not None:
-                cold_cpu.append(r["build_cpu_s"])
-            if r.get("import_s") is not None:
-                imports.append(r["import_s"])
-            if r["first_call_s"] is not None:
-                first_calls.append(r["first_call_s"])
-            for name, seconds in r.get("parts", {}).items():
-                parts.setdefault(name, []).append(seconds)
-            case = r["case"]
-        for r in processes(caches):            # each on the cache a cold process filled
-            warm.append(r["build_s"])
-            if r.get("build_cpu_s") is not None:
-                warm_cpu.append(r["build_cpu_s"])
+            colds.append(r)
+        warms += processes(caches)             # each on the cache a cold process filled
     except RuntimeError as exc:
-        return {"case": case, "error": str(exc)[-2000:], "cold_samples": cold, "warm_samples": warm}
-    return {"case": case, "cold_s": statistics.median(cold), "warm_s": statistics.median(warm),
-            "first_call_s": statistics.median(first_calls) if first_calls else None,
-            "import_s": statistics.median(imports) if imports else None,
-            "cold_samples": cold, "warm_samples": warm,
-            "cold_cpu_s": statistics.median(cold_cpu) if cold_cpu else None,
-            "warm_cpu_s": statistics.median(warm_cpu) if warm_cpu else None,
+        return {"case": colds[-1]["case"] if colds else None, "error": str(exc)[-2000:],
+                "cold_samples": [r["build_s"] for r in colds], "warm_samples": [r["build_s"] for r in warms]}
+    parts: dict[str, list[float]] = {}
+    for r in colds:
+        for name, seconds in r.get("parts", {}).items():
+            parts.setdefault(name, []).append(seconds)
+    return {"case": colds[-1]["case"], "cold_s": median(colds, "build_s"), "warm_s": median(warms, "build_s"),
+            "first_call_s": median(colds, "first_call_s"), "import_s": median(colds, "import_s"),
+            "cold_samples": [r["build_s"] for r in colds], "warm_samples": [r["build_s"] for r in warms],
+            # CPU seconds: a loaded machine stretches wall time, not these
+            "cold_cpu_s": median(colds, "build_cpu_s"), "warm_cpu_s": median(warms, "build_cpu_s"),
             "cold_parts_s": {name: statistics.median(v) for name, v in parts.items()},
-            "ahead_of_time": ahead_of_time, "processes": len(cold) + len(warm), "repeats_at_once": at_once}
+            "ahead_of_time": ahead_of_time, "processes": len(colds) + len(warms), "repeats_at_once": at_once}

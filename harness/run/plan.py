@@ -31,9 +31,6 @@ class Options:
     jobs: int = 1                      # implementations whose workers run at once on the GPU (gpu_lock.py)
 
 
-QUICK_MAX_BUILD_S = 30.0    # `--quick` (a demo in minutes) leaves out implementations slower to build
-
-
 @dataclass
 class Job:
     """One worker's share: one implementation over its cases (`shard`: which part of them, if split)."""
@@ -42,17 +39,27 @@ class Job:
     shard: str = ""
 
 
-SHARD_BUILD_S = 30.0      # --jobs: an implementation this slow to build (a case) is spread over workers,
-SHARD_CASES = 4           # this many cases each, since a worker builds its cases one after another
+# A slow builder (a case's build this long or longer) is left out of `--quick` (a demo in minutes),
+# and with `--jobs` spread over workers of SHARD_CASES cases and given one cold and one warm compile process
+SLOW_BUILD_S = 30.0
+SHARD_CASES = 4           # a worker builds its cases one after another
+
+
+def first_build_s(impl: Impl) -> float:
+    """About how long the implementation's first build takes (Backend.first_build_s, measured on the H100)."""
+    return backends.get(impl.backend).first_build_s(impl.problem, impl.variant)
+
+
+def slow_builder(impl: Impl) -> bool:
+    return first_build_s(impl) >= SLOW_BUILD_S
 
 
 def shards(job: Job) -> list[Job]:
     """`job`, or for a slow builder (nvmath's cuBLASDx kernels: ~80 s a case, its cache no help in a
     new process) its cases in parts of SHARD_CASES, each a worker that `--jobs` runs beside the others."""
-    impl = job.impl
-    if backends.get(impl.backend).first_build_s(impl.problem, impl.variant) < SHARD_BUILD_S \
-            or len(job.cases) <= SHARD_CASES:
+    if not slow_builder(job.impl) or len(job.cases) <= SHARD_CASES:
         return [job]
+    impl = job.impl
     parts = [job.cases[k:k + SHARD_CASES] for k in range(0, len(job.cases), SHARD_CASES)]
     return [Job(impl, part, f".part{k + 1}of{len(parts)}") for k, part in enumerate(parts)]
 

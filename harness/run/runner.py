@@ -21,7 +21,7 @@ from harness.measure.phases import Phases
 from harness.results import crosscheck, records
 from harness.run import compile_times, supervise
 from harness.run.outdir import OutputBusy, exclusive, set_aside_previous  # noqa: F401 (re-exported)
-from harness.run.plan import QUICK_MAX_BUILD_S, SHARD_BUILD_S, Job, Options, plan, shards  # noqa: F401
+from harness.run.plan import Job, Options, first_build_s, plan, shards, slow_builder  # noqa: F401 (re-exported)
 from problems.base import Case
 
 
@@ -137,10 +137,9 @@ class Run:
         for job in jobs:
             impl, backend = job.impl, backends.get(job.impl.backend)
             good, reason = backend.available(impl.variant)
-            first_build_s = backend.first_build_s(impl.problem, impl.variant)
-            if self.opts.quick and first_build_s > QUICK_MAX_BUILD_S:
+            if self.opts.quick and slow_builder(impl):
                 skipped.append((job, "skipped", f"--quick leaves out implementations whose first build takes about "
-                                                f"{first_build_s:.0f} s (a run without --quick has it)"))
+                                                f"{first_build_s(impl):.0f} s (a run without --quick has it)"))
             elif good:
                 ok.append(job)
             elif backend.exports(impl.variant):
@@ -224,7 +223,7 @@ class Run:
                 self._run_job(job, writer, scratch)
             return
         # slowest builders first: a worker builds its cases one after another, so theirs is the longest path
-        jobs = sorted((shard for j in jobs for shard in shards(j)), key=_slowest_build_first)
+        jobs = sorted((shard for j in jobs for shard in shards(j)), key=lambda j: -first_build_s(j.impl))
         lock = _lock_env(scratch)
         for _ in supervise.in_threads(self.opts.jobs, self._run_job, [(j, writer, scratch, lock) for j in jobs]):
             pass
@@ -279,7 +278,7 @@ class Run:
 
     def _compile_beside_workers(self, todo: list[tuple[Job, bool]], writer, scratch: Path) -> threading.Thread:
         """_all_compile_times in a thread of its own, slowest first (the longest path of the run)."""
-        todo = sorted(todo, key=lambda t: _slowest_build_first(t[0]))
+        todo = sorted(todo, key=lambda t: -first_build_s(t[0].impl))
 
         def go():
             try:
@@ -296,8 +295,7 @@ class Run:
         log = self.out / "logs" / f"{impl.label}.{impl.problem}.compile.log"
         # a build of minutes varies little (nvmath's cold ones: 77-83 s), and three cold and three warm
         # processes of it would take more CPU than the rest of the run's compile processes together
-        slow = backends.get(impl.backend).first_build_s(impl.problem, impl.variant) >= SHARD_BUILD_S
-        repeats = 1 if slow and lock else self.opts.compile_repeats
+        repeats = 1 if slow_builder(impl) and lock else self.opts.compile_repeats
         return compile_times.measure(impl, scratch, log, repeats, self.opts.item_timeout,
                                      {**self.lane_env, **(lock or {})}, ahead_of_time, at_once=at_once)
 
@@ -306,10 +304,6 @@ def _lock_env(scratch: Path) -> dict:
     """The environment that puts a run's processes under one GPU lock (gpu_lock.py)."""
     return {gpu_lock.LOCK_VAR: str(scratch / "gpu.lock")}
 
-
-def _slowest_build_first(job: Job) -> float:
-    """Sort key: a worker builds its cases one after another, so the slowest builder's is the longest path."""
-    return -backends.get(job.impl.backend).first_build_s(job.impl.problem, job.impl.variant)
 
 
 def summarize(jsonl: Path) -> dict:
