@@ -6,7 +6,7 @@ import pytest
 
 from harness.results import records
 from harness.run import lanes
-from harness.run.runner import Options, plan
+from harness.run.runner import NullProgress, Options, plan
 from tests.test_cli import ways
 
 
@@ -78,3 +78,31 @@ def test_an_interrupted_lanes_run_stops_every_lane_and_keeps_what_was_measured(t
     assert any(r["backend"] == "array_api" and r["status"] == "ok" for r in doc["records"])
     left = subprocess.run(["pgrep", "-f", "harness.run.worker run --backend broken"], capture_output=True, text=True)
     assert left.stdout.strip() == "", "a worker outlived the interrupted run"
+
+
+def test_each_lane_gets_its_share_of_the_cores(monkeypatch, tmp_path):
+    """Two lanes on 16 usable cores: each lane's compile-time processes are sized for 8."""
+    seen = []
+
+    class Recorder(lanes.Run):
+        def execute(self):
+            seen.append(self.cores)
+            raise RuntimeError("not run")
+    monkeypatch.setattr(lanes, "Run", Recorder)
+    monkeypatch.setattr(lanes, "usable_cores", lambda: 16)
+    monkeypatch.setattr(lanes, "write_merged", lambda *a, **k: {})
+    with pytest.raises(RuntimeError, match="not run"):
+        lanes._run(Options(out=tmp_path), ["0", "1"], [[], []], NullProgress())
+    assert seen == [8, 8]
+
+
+def test_usable_cores_follow_the_affinity_mask():
+    import shutil
+    import subprocess
+    import sys
+    if not shutil.which("taskset"):
+        pytest.skip("no taskset on this machine")
+    out = subprocess.run(["taskset", "-c", "0", sys.executable, "-c",
+                          "from harness.run.runner import usable_cores; print(usable_cores())"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1"

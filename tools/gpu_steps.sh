@@ -6,8 +6,8 @@
 #
 #   bash tools/gpu_steps.sh STEP...      steps: cutlass, cutlass-part, cutlass-nvcc, cutlass-compile,
 #                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
-#                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, demo,
-#                                        profile
+#                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs,
+#                                        lanes-full, demo, profile
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -16,7 +16,9 @@ gpu_state() { nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,pow
 with_cutile() { PYTHONPATH=$CUTILE_SITE:$PYTHONPATH PATH=$CUTILE_SITE/nvidia/cu13/bin:$PATH "$@"; }
 # SIGINT before the call's limit: the run keeps what it measured (results.json, complete: false) and the
 # step is still packed (a call killed at its limit returns nothing of a step in flight)
-run_ways() { timeout --signal=INT --kill-after=30 "${STEP_TIMEOUT:-540}" python -m harness run "$@"; }
+# CPUS=0-15: the run on those cores only (a 16-core one-GPU node's share of a bigger one)
+run_ways() { ${CPUS:+taskset -c $CPUS} timeout --signal=INT --kill-after=30 "${STEP_TIMEOUT:-540}" \
+  python -m harness run "$@"; }
 
 final=$OUT; OUT=$WORK
 for step in "$@"; do
@@ -66,9 +68,12 @@ for step in "$@"; do
       run_ways "${sel[@]}" --jobs "${JOBS:-4}" --out "$OUT/$step/jobs"
       python -m harness compare "$OUT/$step/serial/results.json" "$OUT/$step/jobs/results.json" \
         | tee "$OUT/$step/compare.txt" ;;
-    full-jobs)        # issue 21: the full default run, --jobs at a time (every bundle unpacked first)
+    full-jobs)        # issue 21: the full default run, --jobs at a time (every bundle unpacked first); GPUS=0: that GPU
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
-        run_ways --jobs "${JOBS:-8}" --out "$OUT/$step/run" ;;
+        run_ways --jobs "${JOBS:-8}" ${GPUS:+--gpus $GPUS} --out "$OUT/$step/run" ;;
+    lanes-full)       # issue 22: the full default run on every GPU of the node, a lane each, --jobs per lane
+      WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
+        run_ways --gpus all --jobs "${JOBS:-8}" --out "$OUT/$step/run" ;;
     profile)          # issue 21: the host side of a bench case piece by piece, then where a short run's time goes
       timeout 60 python -m tools.host_side_probe --out "$OUT/$step/host-elementwise.json"
       timeout 60 python -m tools.host_side_probe --problem gemm --case 8192x8192x8192-bfloat16 \
@@ -77,7 +82,7 @@ for step in "$@"; do
     demo)             # issue 21: what `make demo` runs on a GPU (--quick, 6 jobs), then its page
       t1=$SECONDS
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
-        run_ways --quick --jobs "${JOBS:-6}" --out "$OUT/$step/run"
+        run_ways --quick --jobs "${JOBS:-6}" ${GPUS:+--gpus $GPUS} --out "$OUT/$step/run"
       python -m harness report "$OUT/$step/run/results.json" --html
       echo "demo (run + page): $((SECONDS - t1)) s" | tee "$OUT/$step/demo-time.txt" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;

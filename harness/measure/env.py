@@ -44,7 +44,9 @@ def git_commit() -> str:
 
 def collect() -> dict:
     return {"python": sys.version.split()[0], "platform": platform.platform(),
-            "machine": platform.machine(), "cpu_count": _cpu_count(), "git_commit": git_commit(),
+            "machine": platform.machine(), "cpu_count": _cpu_count(),
+            "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else _cpu_count(),
+            "git_commit": git_commit(),
             "gpus": list(gpu.gpus()), "versions": versions(), "device": None}
 
 

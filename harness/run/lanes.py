@@ -15,7 +15,7 @@ import problems
 from harness.measure import gpu
 from harness.results import merge, records
 from harness.run import supervise
-from harness.run.runner import Job, Options, Run, exclusive, plan
+from harness.run.runner import Job, Options, Run, exclusive, plan, usable_cores
 
 BENCH_WEIGHT = 5          # a bench case costs about this many test cases (timing, sustained mode)
 
@@ -99,7 +99,8 @@ def write_merged(out: Path, docs: list[dict], names: list[str], **run_fields) ->
 
 def _run(opts: Options, lanes: list[str], parts: list[list[Job]], progress) -> dict:
     outs = [opts.out / "lanes" / f"gpu{lane}" for lane in lanes]
-    runs = [Run(dataclasses.replace(opts, out=out), progress.lane(f"gpu{lane}"), jobs=part, lane=lane)
+    cores = max(1, usable_cores() // len(lanes))      # each lane's compile-time processes share the cores
+    runs = [Run(dataclasses.replace(opts, out=out), progress.lane(f"gpu{lane}"), jobs=part, lane=lane, cores=cores)
             for lane, part, out in zip(lanes, parts, outs, strict=True)]
     errors: list[BaseException] = []
 

@@ -25,11 +25,22 @@ from harness.run.plan import Job, Options, first_build_s, plan, shards, slow_bui
 from problems.base import Case
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (taskset / cgroup affinity), not every core of the machine."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:        # not on Linux
+        return os.cpu_count() or 1
+
+
 class Run:
-    def __init__(self, opts: Options, progress=None, jobs: list[Job] | None = None, lane: str | None = None):
+    def __init__(self, opts: Options, progress=None, jobs: list[Job] | None = None, lane: str | None = None,
+                 cores: int | None = None):
         """`jobs` instead of the plan, and `lane`: the GPU (nvidia-smi index) every process of this
-        run sees as its only one (CUDA_VISIBLE_DEVICES), for `ways run --gpus` (run/lanes.py)."""
+        run sees as its only one (CUDA_VISIBLE_DEVICES), for `ways run --gpus` (run/lanes.py), with
+        `cores` its share of this machine's (for its compile-time processes)."""
         self.opts = opts
+        self.cores = cores or usable_cores()
         self.jobs, self.lane = jobs, lane
         self.lane_env = {"CUDA_VISIBLE_DEVICES": lane} if lane is not None else {}
         self.progress = progress or NullProgress()
@@ -265,7 +276,7 @@ class Run:
         at_once = lock is not None and self.opts.compile_repeats > 1
         # processes on a quarter of the cores; beside the workers on three quarters (a run that must end
         # soon), each implementation's repeats at once
-        cores = os.cpu_count() or 1
+        cores = self.cores
         jobs = self.opts.compile_jobs or max(1, cores * 3 // 4 // self.opts.compile_repeats if at_once else cores // 4)
         self.progress.describe(f"compile time: {len(todo)} implementations, {jobs} at a time")
         results = supervise.in_threads(jobs, self._compile_times, [(j, scratch, aot, lock, at_once) for j, aot in todo])
