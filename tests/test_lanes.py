@@ -44,7 +44,7 @@ def test_lanes_run_side_by_side_and_merge(tmp_path):
     assert (kept / "lanes" / "gpu0" / "results.json").is_file()
 
 
-@pytest.mark.parametrize("spec,msg", [("all", "nvidia-smi lists no GPU"), ("3", "this machine has 0 GPU(s)"),
+@pytest.mark.parametrize("spec,msg", [("all", "nvidia-smi lists no GPU"), ("3", "this machine has 0 GPU(s)"), ("0", "one GPU by its index: 0,"),
                                       ("0,0", "distinct GPU indices")])
 def test_bad_gpus(tmp_path, spec, msg):
     r = ways("run", "-b", "array_api[numpy]", "--gpus", spec, "--out", str(tmp_path / "never"))
@@ -76,6 +76,8 @@ def test_an_interrupted_lanes_run_stops_every_lane_and_keeps_what_was_measured(t
     doc = json.loads((out / "results.json").read_text())
     records.validate(doc)
     assert any(r["backend"] == "array_api" and r["status"] == "ok" for r in doc["records"])
+    for lane in ("gpu0", "gpu1"):              # every lane's results merged, none cut off mid-write
+        assert (out / "lanes" / lane / "results.json").is_file()
     left = subprocess.run(["pgrep", "-f", "harness.run.worker run --backend broken"], capture_output=True, text=True)
     assert left.stdout.strip() == "", "a worker outlived the interrupted run"
 

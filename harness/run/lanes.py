@@ -25,7 +25,8 @@ class LaneError(ValueError):
 
 
 def parse(spec: str) -> list[str]:
-    """'all', a count or a comma-separated list of nvidia-smi indices -> the lanes' indices."""
+    """'all', a count or a comma-separated list of nvidia-smi indices ('1,': GPU 1 alone) -> the
+    lanes' indices."""
     found = [str(g["index"]) for g in gpu.gpus()]
     if spec == "all":
         if not found:
@@ -34,7 +35,8 @@ def parse(spec: str) -> list[str]:
     if spec.isdigit():
         n = int(spec)
         if not 1 <= n <= len(found):
-            raise LaneError(f"--gpus {n}: this machine has {len(found)} GPU(s)")
+            raise LaneError(f"--gpus {n}: a count of GPUs, and this machine has {len(found)} GPU(s) "
+                            f"(one GPU by its index: {n},)")
         return found[:n]
     lanes = [p.strip() for p in spec.split(",") if p.strip()]
     unknown = [i for i in lanes if not i.isdigit() or (found and i not in found)]
@@ -103,25 +105,31 @@ def _run(opts: Options, lanes: list[str], parts: list[list[Job]], progress) -> d
     runs = [Run(dataclasses.replace(opts, out=out), progress.lane(f"gpu{lane}"), jobs=part, lane=lane, cores=cores)
             for lane, part, out in zip(lanes, parts, outs, strict=True)]
     errors: list[BaseException] = []
+    # Events, not Thread.join: a join that Ctrl-C interrupts can leave the thread looking finished
+    # (CPython 3.12), and the merge would then miss a lane still writing its results
+    ended = [threading.Event() for _ in runs]
 
-    def go(r: Run) -> None:
+    def go(r: Run, done: threading.Event) -> None:
         try:
             r.execute()
         except BaseException as exc:          # reported after the others finish
             errors.append(exc)
+        finally:
+            done.set()
 
-    threads = [threading.Thread(target=go, args=(r,), daemon=True) for r in runs]
-    for t in threads:
-        t.start()
+    for r, done in zip(runs, ended, strict=True):
+        threading.Thread(target=go, args=(r, done), daemon=True).start()
     try:
-        for t in threads:
-            t.join()
+        for done in ended:
+            done.wait()
     except BaseException as exc:     # Ctrl-C: stop every lane's workers, keep what they measured
         supervise.kill_running()
-        for t in threads:
-            t.join(timeout=60)
+        for done in ended:
+            done.wait(timeout=60)
         errors.insert(0, exc)
     written = [out / "results.json" for out in outs if (out / "results.json").is_file()]
+    if not written:                  # no lane got as far as its results: say why, not "empty merge"
+        raise errors[0] if errors else RuntimeError("no lane wrote results")
     doc = write_merged(opts.out, [json.loads(p.read_text()) for p in written], [str(p) for p in written],
                        lanes=lanes)
     if errors:
