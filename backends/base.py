@@ -113,6 +113,11 @@ class Backend:
         starts the slowest builders first, since each worker builds its cases one after another."""
         return 1.0
 
+    def build_key(self, problem: str, case, variant: str) -> object:
+        """Cases with one key reuse one build within a process (most kernels are compiled per
+        dtype): `ways run --jobs` gives a slow builder one worker per key."""
+        return case.dtype
+
     def build_times_kernels(self, problem: str, variant: str) -> bool:
         """Whether build() times kernels (an autotuner): with several workers on one GPU
         (`ways run --jobs`) it then needs the GPU alone, as the harness's own timing does."""

@@ -123,27 +123,38 @@ def _case_data_in_a_process(cache: str) -> bool:
 
 
 def test_a_slow_builder_is_spread_over_workers(tmp_path, monkeypatch):
-    """--jobs: an implementation whose builds take long (nvmath: ~80 s a case) runs as several
-    workers of SHARD_CASES cases each, every case still giving one record, and its compile time is
-    measured by one cold and one warm process."""
+    """--jobs: an implementation whose builds take long (nvmath: 70-165 s a build) runs as one
+    worker per build key (dtype by default) plus one for the cases it does not take, every case
+    still giving one record, and its compile time is measured by one cold and one warm process."""
     import backends
-    from harness.run.plan import SHARD_CASES, Job, shards
+    import problems
+    from harness.run.plan import Job, shards
     from harness.run.registry import Impl
     from tests.conftest import run_lab
     numpy_backend = backends.get("array_api")
     monkeypatch.setattr(type(numpy_backend), "first_build_s", lambda self, problem, variant: 100.0)
-    cases = [__import__("problems").get("segreduce").case(n) for n in ("1x1-float32", "37x4097-float32")] * 3
+    seg = problems.get("segreduce")
+    cases = [seg.case(n) for n in ("1x1-float32", "64x1000-float16", "37x4097-float32", "64x1000-bfloat16")]
     parts = shards(Job(Impl("array_api", "numpy", "segreduce"), cases))
-    assert [len(p.cases) for p in parts] == [SHARD_CASES, len(cases) - SHARD_CASES]
-    assert [p.shard for p in parts] == [".part1of2", ".part2of2"]
+    assert [[c.name for c in p.cases] for p in parts] == [["1x1-float32", "37x4097-float32"], ["64x1000-float16"],
+                                                          ["64x1000-bfloat16"]]
+    assert [p.shard for p in parts] == [".part1of3", ".part2of3", ".part3of3"]
+    monkeypatch.setattr(type(numpy_backend), "supports", lambda self, problem, case, variant:
+                        "no float16 here" if case.dtype == "float16" else None)
+    monkeypatch.setattr(type(numpy_backend), "build_key", lambda self, problem, case, variant: case.name)
+    parts = shards(Job(Impl("array_api", "numpy", "segreduce"), cases))
+    assert [[c.name for c in p.cases] for p in parts] == [["1x1-float32"], ["64x1000-float16"], ["37x4097-float32"],
+                                                          ["64x1000-bfloat16"]]
+    monkeypatch.undo()
+    monkeypatch.setattr(type(numpy_backend), "first_build_s", lambda self, problem, variant: 100.0)
     doc = run_lab(tmp_path, ["segreduce"], ["array_api[numpy]"], jobs=2, measure_compile=True, compile_repeats=2)
     recs = doc["records"]
     assert recs[0]["compile"]["processes"] == 2       # a slow builder beside the workers: one cold, one warm
-    tests = [c for c in __import__("problems").get("segreduce").cases() if c.kind == "test"]
+    tests = [c for c in seg.cases() if c.kind == "test"]
     assert sorted(r["case"] for r in recs) == sorted(c.name for c in tests)
     assert all(r["status"] in ("ok", "not_applicable") for r in recs)
     logs = sorted(p.name for p in (tmp_path / "out" / "logs").glob("array_api[[]numpy[]].segreduce.part*.log"))
-    assert len(logs) == -(-len(tests) // SHARD_CASES)
+    assert len(logs) == len({c.dtype for c in tests})
 
 
 def test_build_time_leaves_out_waiting_for_the_gpu():

@@ -44,8 +44,8 @@ def test_lanes_run_side_by_side_and_merge(tmp_path):
     assert (kept / "lanes" / "gpu0" / "results.json").is_file()
 
 
-@pytest.mark.parametrize("spec,msg", [("all", "nvidia-smi lists no GPU"), ("3", "this machine has 0 GPU(s)"), ("0", "one GPU by its index: 0,"),
-                                      ("0,0", "distinct GPU indices")])
+@pytest.mark.parametrize("spec,msg", [("all", "nvidia-smi lists no GPU"), ("3", "this machine has 0 GPU(s)"),
+                                      ("0", "one GPU by its index: 0,"), ("0,0", "distinct GPU indices")])
 def test_bad_gpus(tmp_path, spec, msg):
     r = ways("run", "-b", "array_api[numpy]", "--gpus", spec, "--out", str(tmp_path / "never"))
     assert r.returncode == 2 and msg in r.stderr, r.stderr

@@ -22,6 +22,11 @@ class CutlassOps(TorchArrays, TorchStream, Backend):
     def first_build_s(self, problem, variant):
         return 44.0 if variant == "" else 1.2     # H100, 8192^3 bf16: 28 candidates compiled and timed / one
 
+    def build_key(self, problem, case, variant):
+        # the search compiles and times every candidate again for each case: a bench case (most of
+        # them applicable) gets a worker of its own, the small test cases go by dtype
+        return case.name if case.kind == "bench" else case.dtype
+
     def modules(self, variant):
         return ("cutlass.operators", "torch")
 

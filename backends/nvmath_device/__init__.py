@@ -26,6 +26,10 @@ class NvmathDevice(NumbaBackend):
     def first_build_s(self, problem, variant):
         return 150.0          # cuBLASDx code generation under numba's compile lock: 69-165 s a first build
 
+    def build_key(self, problem, case, variant):
+        # a DevicePipeline is built for its very arrays: a new shape is a new kernel (~85 s)
+        return case.name if variant == "pipeline" else case.dtype
+
     def supports(self, problem, case, variant):
         if case.dtype == "bfloat16":
             return "nvmath-python 1.0's device Matmul takes no bfloat16"

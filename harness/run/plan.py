@@ -40,9 +40,9 @@ class Job:
 
 
 # A slow builder (a case's build this long or longer) is left out of `--quick` (a demo in minutes),
-# and with `--jobs` spread over workers of SHARD_CASES cases and given one cold and one warm compile process
+# and with `--jobs` spread over workers, one per build it makes, and given one cold and one warm
+# compile process
 SLOW_BUILD_S = 30.0
-SHARD_CASES = 4           # a worker builds its cases one after another
 
 
 def first_build_s(impl: Impl) -> float:
@@ -55,13 +55,21 @@ def slow_builder(impl: Impl) -> bool:
 
 
 def shards(job: Job) -> list[Job]:
-    """`job`, or for a slow builder (nvmath's cuBLASDx kernels: ~80 s a case, its cache no help in a
-    new process) its cases in parts of SHARD_CASES, each a worker that `--jobs` runs beside the others."""
-    if not slow_builder(job.impl) or len(job.cases) <= SHARD_CASES:
+    """`job`, or for a slow builder (nvmath's cuBLASDx kernels: 70-165 s a build, nothing of it
+    cached across processes) one worker per build it makes (`Backend.build_key`: cases of one key
+    reuse one build in a process), and one for the cases it does not take at all: each a worker
+    that `--jobs` runs beside the others."""
+    if not slow_builder(job.impl):
         return [job]
-    impl = job.impl
-    parts = [job.cases[k:k + SHARD_CASES] for k in range(0, len(job.cases), SHARD_CASES)]
-    return [Job(impl, part, f".part{k + 1}of{len(parts)}") for k, part in enumerate(parts)]
+    impl, backend = job.impl, backends.get(job.impl.backend)
+    groups: dict[object, list[Case]] = {}
+    for c in job.cases:
+        key = ("not applicable",) if backend.supports(impl.problem, c, impl.variant) \
+            else ("build", backend.build_key(impl.problem, c, impl.variant))
+        groups.setdefault(key, []).append(c)
+    if len(groups) == 1:
+        return [job]
+    return [Job(impl, part, f".part{k + 1}of{len(groups)}") for k, part in enumerate(groups.values())]
 
 
 def plan(opts: Options) -> list[Job]:
