@@ -108,3 +108,19 @@ def test_no_time_on_the_labs_stream_is_flagged_suspect():
     gone = _rec("segreduce", "s", "torch", None, int(1e9), 0)
     roofline.apply(_doc([hidden, gone], refs))
     assert all("no time on the lab's stream" in r["timing"]["suspect"] for r in (hidden, gone))
+
+
+def test_quick_runs_time_the_cold_mode_alone(monkeypatch):
+    """`ways run --quick` sets WAYS_TIMING_MODES=cold for its workers: on_gpu then skips the
+    sustained mode (its lead and samples), leaving that figure empty rather than made up."""
+    class Device:
+        def sync(self):
+            pass
+    monkeypatch.setattr(timing, "sustained", lambda *a, **k: pytest.fail("sustained mode ran"))
+    monkeypatch.setenv(timing.MODES_VAR, "cold")
+    assert not timing.sustained_wanted()
+    out = timing.on_gpu(Device(), lambda: None, lambda run: {"device_ms_cold": 1.0}, "memory", warmup_s=0.0,
+                        with_sustained=timing.sustained_wanted())
+    assert out["device_ms_cold"] == 1.0 and out["sustained"] is None and out["device_ms_sustained"] is None
+    monkeypatch.delenv(timing.MODES_VAR)
+    assert timing.sustained_wanted()

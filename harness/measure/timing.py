@@ -18,6 +18,7 @@ is under `max_noise` after `min_samples` and `min_time` of accumulated device ti
 """
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -163,7 +164,15 @@ class EventEngine:
                 "stopped_by": cold.get("stopped_by")}
 
 
-def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | None = None) -> dict:
+MODES_VAR = "WAYS_TIMING_MODES"     # "cold": `ways run --quick` (a demo in minutes) has no sustained mode
+
+
+def sustained_wanted() -> bool:
+    return "sustained" in os.environ.get(MODES_VAR, "cold,sustained").split(",")
+
+
+def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | None = None,
+           with_sustained: bool = True) -> dict:
     """A GPU case's timing: warm up, the cold figures from `measure(run)` (nvbench or events),
     then the sustained mode, each as long as the problem's `roofline` needs (module docstring).
     No separate hot batch: the sustained mode is the back-to-back figure (device_ms_warm: None)."""
@@ -172,8 +181,9 @@ def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | No
     with PHASES("sampling (cold)"):
         timing = measure(run)
     timing["warmup_calls"] = calls
-    timing["sustained"] = sustained(device, run, warmup_s / max(calls, 1), lead_s=SUSTAINED_LEAD_S[roofline])
-    timing["device_ms_sustained"] = timing["sustained"]["median_ms"]
+    timing["sustained"] = sustained(device, run, warmup_s / max(calls, 1), lead_s=SUSTAINED_LEAD_S[roofline]) \
+        if with_sustained else None
+    timing["device_ms_sustained"] = timing["sustained"]["median_ms"] if with_sustained else None
     return timing
 
 

@@ -105,7 +105,7 @@ def flag(r: dict) -> str:
 
 
 QUICK_NOTE = ("quick: `ways run --quick` (each problem's quick_case_names, first build instead of the "
-              "cold/warm compile processes)")
+              "cold/warm compile processes, the cold timing mode alone)")
 
 
 def quick_runs(doc: dict) -> bool:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import backends
 import problems
-from harness.measure import env, gpu, gpu_lock, loc, roofline
+from harness.measure import env, gpu, gpu_lock, loc, roofline, timing
 from harness.measure.phases import Phases
 from harness.results import crosscheck, records
 from harness.run import compile_times, supervise
@@ -243,8 +243,10 @@ class Run:
         impl = job.impl
         backend = backends.get(impl.backend)
         cache = scratch / "cache" / impl.label
-        environ = supervise.worker_env({**backend.cache_env(str(cache)), **self.lane_env, **(extra_env or {})},
-                                       backend.search_paths(impl.variant))
+        # --quick: the cold mode alone (the sustained one's lead and samples are most of a GEMM's timing)
+        modes = {timing.MODES_VAR: "cold"} if self.opts.quick else {}
+        environ = supervise.worker_env({**backend.cache_env(str(cache)), **self.lane_env, **modes,
+                                        **(extra_env or {})}, backend.search_paths(impl.variant))
         items = [{"problem": impl.problem, "case": c.to_json()} for c in job.cases]
 
         def on_event(index, event):

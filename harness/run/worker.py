@@ -104,7 +104,8 @@ class Worker:
             last["out"] = b.run()
 
         with s.backend.stream_context(s.stream, s.variant), LOCK.exclusive():     # no other worker's kernels
-            timing = timing_mod.on_gpu(s.device, timed, measure, problem.roofline) if s.device.kind == "cuda" \
+            timing = timing_mod.on_gpu(s.device, timed, measure, problem.roofline,
+                                       with_sustained=timing_mod.sustained_wanted()) if s.device.kind == "cuda" \
                 else measure(timed)
             if "host_ms" not in timing:
                 timing.update(timing_mod.host_call_costs(timed, s.device.sync))
