@@ -22,6 +22,7 @@ from harness.results import crosscheck, records
 from harness.run import compile_times, supervise
 from harness.run.outdir import OutputBusy, exclusive, set_aside_previous  # noqa: F401 (re-exported)
 from harness.run.plan import Job, Options, first_build_s, plan, shards, slow_builder  # noqa: F401 (re-exported)
+from harness.run.slots import Slots
 from problems.base import Case
 
 
@@ -227,17 +228,27 @@ class Run:
         writer.write({"type": "record", "record": rec})
 
     def _run_jobs(self, jobs: list[Job], writer, scratch: Path) -> None:
-        """The jobs' workers, `--jobs` at a time: their CPU work (references, compiling) overlaps, and
-        gpu_lock.py keeps every other worker off the GPU while one times."""
+        """The jobs' workers, `--jobs` at a time and slow builders' beside them (slots.py): their CPU
+        work (references, compiling) overlaps, and gpu_lock.py keeps every other worker off the GPU
+        while one times."""
         if self.opts.jobs == 1:
             for job in jobs:
                 self._run_job(job, writer, scratch)
             return
-        # slowest builders first: a worker builds its cases one after another, so theirs is the longest path
-        jobs = sorted((shard for j in jobs for shard in shards(j)), key=lambda j: -first_build_s(j.impl))
+        jobs = [shard for j in jobs for shard in shards(j)]
+        # a slow builder's workers compile for minutes: slots of their own on half the cores (slots.py)
+        build_slots = max(1, self.cores // 2) if any(slow_builder(j.impl) for j in jobs) else 0
+        slots = Slots(jobs, self.opts.jobs, build_slots, supervise.stopping)
         lock = _lock_env(scratch)
-        for _ in supervise.in_threads(self.opts.jobs, self._run_job, [(j, writer, scratch, lock) for j in jobs]):
+        for _ in supervise.in_threads(slots.width, self._run_slot, [(slots, writer, scratch, lock)] * slots.count):
             pass
+
+    def _run_slot(self, slots: Slots, writer, scratch: Path, lock: dict) -> None:
+        kind, job = slots.take()
+        try:
+            self._run_job(job, writer, scratch, lock)
+        finally:
+            slots.done(kind)
 
     def _run_job(self, job: Job, writer, scratch: Path, extra_env: dict | None = None) -> None:
         impl = job.impl

@@ -66,6 +66,11 @@ def kill_running() -> None:
             _kill(proc)
 
 
+def stopping() -> bool:
+    """Whether kill_running() was called: the run is being interrupted."""
+    return _STOP.is_set()
+
+
 def in_threads(n: int, fn, argses: list[tuple]):
     """fn(*args) for each of `argses`, `n` at a time from threads, yielding the results in order.
     Ctrl-C (or the caller stopping early) starts nothing more and kills the workers that run."""

@@ -1,0 +1,43 @@
+"""`ways run --jobs N`: which job a free worker slot takes (harness/run/slots.py)."""
+import pytest
+
+import backends
+from harness.run.plan import Job
+from harness.run.registry import Impl
+from harness.run.slots import Slots
+
+
+@pytest.fixture
+def jobs(monkeypatch):
+    """Three jobs of a slow builder (nvrtc, said to take 60-100 s a build) and three quick ones."""
+    build_s = {"cutlass": 100.0, "": 60.0}
+    monkeypatch.setattr(type(backends.get("nvrtc")), "first_build_s",
+                        lambda self, problem, variant: build_s[variant])
+    slow = [Job(Impl("nvrtc", v, "gemm"), []) for v in ("", "cutlass", "")]
+    fast = [Job(Impl("array_api", "numpy", p), []) for p in ("gemm", "segreduce", "elementwise")]
+    return slow, fast
+
+
+def test_slow_builders_get_their_own_slots_and_the_gpu_slots_stay_capped(jobs):
+    slow, fast = jobs
+    slots = Slots(slow + fast, gpu_slots=2, build_slots=1)
+    assert slots.width == 3 and slots.count == 6
+    first = [slots.take() for _ in range(3)]
+    assert first == [("slow", slow[1]), ("fast", fast[0]), ("fast", fast[1])]    # slowest build first
+    assert slots._pick() is None               # both kinds at their limits: a free thread waits
+    slots.done("fast")
+    assert slots.take() == ("fast", fast[2])
+    slots.done("fast")
+    slots.done("fast")
+    # no quick job left: the slow builder's remaining jobs take the threads the GPU slots freed
+    assert [slots.take() for _ in range(2)] == [("slow", slow[0]), ("slow", slow[2])]
+
+
+def test_a_waiting_slot_gives_up_when_the_run_stops(jobs):
+    slow, fast = jobs
+    stop = []
+    slots = Slots(fast, gpu_slots=1, build_slots=0, stopping=lambda: bool(stop))
+    assert slots.width == 1 and slots.take() == ("fast", fast[0])
+    stop.append(True)
+    with pytest.raises(KeyboardInterrupt):
+        slots.take()
