@@ -17,7 +17,7 @@ with_cutile() { PYTHONPATH=$CUTILE_SITE:$PYTHONPATH PATH=$CUTILE_SITE/nvidia/cu1
 # SIGINT before the call's limit: the run keeps what it measured (results.json, complete: false) and the
 # step is still packed (a call killed at its limit returns nothing of a step in flight)
 # CPUS=0-15: the run on those cores only (a 16-core one-GPU node's share of a bigger one)
-run_ways() { ${CPUS:+taskset -c $CPUS} timeout --signal=INT --kill-after=30 "${STEP_TIMEOUT:-540}" \
+run_ways() { ${CPUS:+taskset -c $CPUS} timeout --signal=INT --kill-after=45 "${STEP_TIMEOUT:-540}" \
   python -m harness run "$@"; }
 
 final=$OUT; OUT=$WORK

@@ -76,7 +76,7 @@ class Run:
             finally:
                 if self._beside is not None and self._beside.is_alive():     # interrupted: stop its processes
                     supervise.kill_running()
-                    self._beside.join(timeout=30)
+                    self._beside.join(timeout=10)
                 finished = time.time()
                 # an interrupted run's profile too ("stopped": complete stays false)
                 writer.write({"type": "end" if ended else "stopped", "run": {
