@@ -8,7 +8,7 @@ live in a site of its own: WAYS_TILELANG_SITE names it, and only TileLang's work
 PYTHONPATH and PATH (as cuTile's site). Without a GPU, each test case is still compiled for sm_90a."""
 import os
 
-from backends.base import Backend, TorchArrays, TorchStream, Unavailable
+from backends.base import Backend, TorchArrays, TorchStream, Unavailable, compiling
 
 def target(arch: str | None = None) -> dict:
     """TileLang's target for `arch` ("sm_90a"), or for the current device (sm_90 needs the "a" for wgmma)."""
@@ -21,7 +21,8 @@ def target(arch: str | None = None) -> dict:
 
 def compile_program(program, arch: str | None = None):
     import tilelang
-    return tilelang.compile(program, target=target(arch))
+    with compiling():          # TVM's codegen and nvcc on the CPU: another worker may time meanwhile
+        return tilelang.compile(program, target=target(arch))
 
 
 class TileLang(TorchArrays, TorchStream, Backend):

@@ -29,9 +29,6 @@ class Triton(TorchArrays, TorchStream, Backend):
         if not interpreted() and not torch.cuda.is_available():
             raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
 
-    def build_times_kernels(self, problem, variant):
-        return problem == "gemm"           # @triton.autotune times its configs in build()
-
     def supports(self, problem, case, variant):
         if not interpreted():
             return None

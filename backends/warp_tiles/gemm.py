@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import warp as wp
 
+from backends.base import compiling
 from backends.warp_tiles import warp_dtype
 
 
@@ -63,7 +64,10 @@ def build(case, inputs, outputs, stream, variant="", tiles=None):
     grid = (-(-c.shape[0] // t.m), -(-c.shape[1] // t.n))
     launch = wp.launch_tiled(kernel, dim=grid, inputs=[a, b, c], block_dim=t.block_dim, device=a.device,
                              record_cmd=True)
-    wp.load_module(kernel.module, device=a.device, block_dim=t.block_dim)   # compile now, not at the first call
+    # compile now, not at the first call: Warp's codegen, NVRTC and the cuBLASDx link run on the CPU
+    # (then the module is uploaded; no kernel runs), so another worker may time meanwhile
+    with compiling():
+        wp.load_module(kernel.module, device=a.device, block_dim=t.block_dim)
 
     def run():
         launch.launch(stream=stream)
