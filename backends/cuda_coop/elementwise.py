@@ -6,6 +6,8 @@ from numba import cuda
 
 import cuda.coop._experimental as coop
 
+from backends.base import compiling
+
 THREADS = 256
 
 
@@ -43,8 +45,9 @@ def build(case, inputs, outputs, stream):
     x, y, z = inputs["x"], inputs["y"], outputs["z"]
     alpha = numba.float32(inputs["alpha"])
     items = 16 // np.dtype(case.dtype).itemsize
-    kernel, tile = axpy_kernel(numba.from_dtype(np.dtype(case.dtype)), items)
-    kernel.compile((numba.float32, numba.typeof(x), numba.typeof(y), numba.typeof(z)))
+    with compiling():          # NVRTC for the primitives, then numba: CPU work, others may time meanwhile
+        kernel, tile = axpy_kernel(numba.from_dtype(np.dtype(case.dtype)), items)
+        kernel.compile((numba.float32, numba.typeof(x), numba.typeof(y), numba.typeof(z)))
     blocks = (x.shape[0] + tile - 1) // tile
 
     def run():

@@ -12,7 +12,7 @@ import atexit
 import shutil
 import tempfile
 
-from backends.base import Backend, TorchArrays, Unavailable, torch_to_device
+from backends.base import Backend, TorchArrays, Unavailable, compiling, torch_to_device
 
 
 class CuteDsl(TorchArrays, Backend):
@@ -88,7 +88,8 @@ def compile_once(jit_function, cute_args, variant, options="", **constants):
     import cutlass.cute as cute
     from cutlass.cute.runtime import make_fake_stream
     options = " ".join(filter(None, [options, "--enable-tvm-ffi" if variant == "tvm_ffi" else ""]))
-    return cute.compile(jit_function, *cute_args, make_fake_stream(), **constants, options=options)
+    with compiling():          # CuTe DSL's JIT on the CPU (a fake stream: nothing launched)
+        return cute.compile(jit_function, *cute_args, make_fake_stream(), **constants, options=options)
 
 
 def as_cute(t, variant):

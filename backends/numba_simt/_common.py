@@ -12,14 +12,15 @@ import numba
 import numpy as np
 from numba import cuda
 
-from backends.base import cuda_simulator
+from backends.base import compiling, cuda_simulator
 
 
 def compile_for(kernel, *args):
     """Compile `kernel` for these arguments now, so build() pays for it and the first launch does
     not (the CUDA simulator interprets Python: nothing to compile)."""
     if not cuda_simulator():
-        kernel.compile(tuple(numba.typeof(a) for a in args))
+        with compiling():      # numba's compile runs on the CPU: another worker may time meanwhile
+            kernel.compile(tuple(numba.typeof(a) for a in args))
 
 
 @cuda.jit(device=True, inline=True)
