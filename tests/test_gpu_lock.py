@@ -5,6 +5,8 @@ import json
 import multiprocessing as mp
 import time
 
+import pytest
+
 from harness.measure.gpu_lock import GpuLock
 
 START_S = 3.0      # every process waits for one common start, however long its own start-up took
@@ -179,3 +181,37 @@ def test_build_time_leaves_out_waiting_for_the_gpu():
     case = problem.case("37x4097-float32")
     b = s.prepare(problem, case, case.seed)
     assert b.build_s < 0.3
+
+
+def test_a_timer_gets_the_core_kept_for_timing(tmp_path):
+    """WAYS_TIMING_CORES: a worker leaves those cores alone, except its own (WAYS_TIMING_CORE) while
+    it holds the GPU alone; sharing the GPU or waiting, it stays off it. In a process of its own
+    (the affinity is the process's)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    usable = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(usable) < 2:
+        pytest.skip("one usable core: none to keep")
+    kept = usable[-1]
+    script = (
+        "import os\n"
+        "from harness.measure.gpu_lock import LOCK\n"
+        "LOCK.keep_timing_cores_free()\n"
+        "start = sorted(os.sched_getaffinity(0))\n"
+        "with LOCK.shared():\n"
+        "    shared = sorted(os.sched_getaffinity(0))\n"
+        "    with LOCK.exclusive():\n"
+        "        timing = sorted(os.sched_getaffinity(0))\n"
+        "    back = sorted(os.sched_getaffinity(0))\n"
+        "import json; print(json.dumps([start, shared, timing, back]))\n")
+    env = {**os.environ, "WAYS_GPU_LOCK": str(tmp_path / "gpu.lock"), "WAYS_TIMING_CORES": str(kept),
+           "WAYS_TIMING_CORE": str(kept)}
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+                         check=True)
+    start, shared, timing, back = json.loads(out.stdout)
+    others = [c for c in usable if c != kept]
+    assert start == shared == back == others
+    assert timing == usable

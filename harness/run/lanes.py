@@ -15,7 +15,7 @@ import problems
 from harness.measure import gpu
 from harness.results import merge, records
 from harness.run import supervise
-from harness.run.runner import Job, Options, Run, exclusive, plan, usable_cores
+from harness.run.runner import Job, Options, Run, exclusive, plan, timing_cores_for, usable_cores
 
 BENCH_WEIGHT = 5          # a bench case costs about this many test cases (timing, sustained mode)
 
@@ -102,8 +102,10 @@ def write_merged(out: Path, docs: list[dict], names: list[str], **run_fields) ->
 def _run(opts: Options, lanes: list[str], parts: list[list[Job]], progress) -> dict:
     outs = [opts.out / "lanes" / f"gpu{lane}" for lane in lanes]
     cores = max(1, usable_cores() // len(lanes))      # each lane's compile-time processes share the cores
-    runs = [Run(dataclasses.replace(opts, out=out), progress.lane(f"gpu{lane}"), jobs=part, lane=lane, cores=cores)
-            for lane, part, out in zip(lanes, parts, outs, strict=True)]
+    kept = timing_cores_for(len(lanes))                # and each lane's timers keep one
+    runs = [Run(dataclasses.replace(opts, out=out), progress.lane(f"gpu{lane}"), jobs=part, lane=lane, cores=cores,
+                timing_cores=timing)
+            for lane, part, out, timing in zip(lanes, parts, outs, kept, strict=True)]
     errors: list[BaseException] = []
     # Events, not Thread.join: a join that Ctrl-C interrupts can leave the thread looking finished
     # (CPython 3.12), and the merge would then miss a lane still writing its results

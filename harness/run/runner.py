@@ -36,12 +36,14 @@ def usable_cores() -> int:
 
 class Run:
     def __init__(self, opts: Options, progress=None, jobs: list[Job] | None = None, lane: str | None = None,
-                 cores: int | None = None):
+                 cores: int | None = None, timing_cores: tuple[str, str] | None = None):
         """`jobs` instead of the plan, and `lane`: the GPU (nvidia-smi index) every process of this
         run sees as its only one (CUDA_VISIBLE_DEVICES), for `ways run --gpus` (run/lanes.py), with
-        `cores` its share of this machine's (for its compile-time processes)."""
+        `cores` its share of this machine's (for its compile-time processes) and `timing_cores`
+        (the cores every lane's timers keep, this lane's): see gpu_lock.py."""
         self.opts = opts
         self.cores = cores or usable_cores()
+        self.timing_cores = timing_cores or timing_cores_for(1)[0]
         self.jobs, self.lane = jobs, lane
         self.lane_env = {"CUDA_VISIBLE_DEVICES": lane} if lane is not None else {}
         self.progress = progress or NullProgress()
@@ -239,9 +241,17 @@ class Run:
         # a slow builder's workers compile for minutes: slots of their own on half the cores (slots.py)
         build_slots = max(1, self.cores // 2) if any(slow_builder(j.impl) for j in jobs) else 0
         slots = Slots(jobs, self.opts.jobs, build_slots, supervise.stopping)
-        lock = _lock_env(scratch)
+        lock = self._lock_env(scratch)
         for _ in supervise.in_threads(slots.width, self._run_slot, [(slots, writer, scratch, lock)] * slots.count):
             pass
+
+    def _lock_env(self, scratch: Path) -> dict:
+        """The environment that puts a run's processes under one GPU lock, its timers on a core of
+        their own (gpu_lock.py)."""
+        env = {gpu_lock.LOCK_VAR: str(scratch / "gpu.lock")}
+        if self.timing_cores:
+            env[gpu_lock.CORES_VAR], env[gpu_lock.CORE_VAR] = self.timing_cores
+        return env
 
     def _run_slot(self, slots: Slots, writer, scratch: Path, lock: dict) -> None:
         kind, job = slots.take()
@@ -306,7 +316,7 @@ class Run:
 
         def go():
             try:
-                self._all_compile_times(todo, writer, scratch, _lock_env(scratch))
+                self._all_compile_times(todo, writer, scratch, self._lock_env(scratch))
             except BaseException as exc:     # e.g. Ctrl-C killed its processes: the workers' part decides
                 writer.write({"type": "note", "note": f"compile-time processes stopped: {type(exc).__name__}: {exc}"})
         thread = threading.Thread(target=go, daemon=True)
@@ -324,9 +334,14 @@ class Run:
                                      {**self.lane_env, **(lock or {})}, ahead_of_time, at_once=at_once)
 
 
-def _lock_env(scratch: Path) -> dict:
-    """The environment that puts a run's processes under one GPU lock (gpu_lock.py)."""
-    return {gpu_lock.LOCK_VAR: str(scratch / "gpu.lock")}
+def timing_cores_for(lanes: int) -> list[tuple[str, str] | None]:
+    """Per lane: (every lane's timing core, its own), the last usable cores, as gpu_lock.py's
+    environment wants them; None where too few cores are left to give each lane one."""
+    usable = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(usable) < 4 * lanes:
+        return [None] * lanes
+    kept = usable[-lanes:]
+    return [(",".join(map(str, kept)), str(core)) for core in kept]
 
 
 

@@ -313,6 +313,7 @@ def main(argv=None) -> int:
     r.add_argument("--fd", type=int, required=True)
     r.add_argument("--scratch", required=True)
     args = ap.parse_args(argv)
+    LOCK.keep_timing_cores_free()          # before a tool starts threads of its own
     if args.mode != "run":
         global RESULT
         RESULT = os.fdopen(os.dup(1), "w")
