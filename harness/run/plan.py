@@ -62,14 +62,15 @@ def shards(job: Job) -> list[Job]:
     if not slow_builder(job.impl):
         return [job]
     impl, backend = job.impl, backends.get(job.impl.backend)
-    groups: dict[object, list[Case]] = {}
+    builds: dict[object, list[Case]] = {}
+    untaken = [c for c in job.cases if backend.supports(impl.problem, c, impl.variant)]
     for c in job.cases:
-        key = ("not applicable",) if backend.supports(impl.problem, c, impl.variant) \
-            else ("build", backend.build_key(impl.problem, c, impl.variant))
-        groups.setdefault(key, []).append(c)
-    if len(groups) == 1:
+        if c not in untaken:
+            builds.setdefault(backend.build_key(impl.problem, c, impl.variant), []).append(c)
+    parts = [*builds.values(), *([untaken] if untaken else [])]      # the builds first: they take long
+    if len(parts) == 1:
         return [job]
-    return [Job(impl, part, f".part{k + 1}of{len(groups)}") for k, part in enumerate(groups.values())]
+    return [Job(impl, part, f".part{k + 1}of{len(parts)}") for k, part in enumerate(parts)]
 
 
 def plan(opts: Options) -> list[Job]:
