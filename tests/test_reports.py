@@ -162,6 +162,11 @@ def test_compare_same_gpu_finds_the_slowdown_and_exits_1(tmp_path):
     assert r.returncode == 1 and "slower (regression)" in r.stdout and "device time yes" in r.stdout
     faster = ways("compare", str(tmp_path / "b.json"), str(tmp_path / "a.json"))
     assert faster.returncode == 0 and "faster" in faster.stdout
+    assert "GPU A / B" not in faster.stdout             # records that name no GPU: no column for it
+    for r in b["records"]:                              # B from a --gpus run: its records name their GPU
+        r["gpu"] = {"index": 1, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-x", "host": "h"}
+    table = compare.render(a, b, compare.compare(a, b, 0.05), 0.05)
+    assert "| GPU A / B |" in table and "| slower (regression) | - / 1 |" in table
 
 
 def test_compare_overlapping_spreads_is_same_or_ambiguous():

@@ -20,6 +20,7 @@ class Verdict:
     change: float          # B / A - 1 of the compared quantity (positive: B takes longer / reaches less)
     verdict: str           # faster | slower | same | ambiguous
     regression: bool
+    gpus: tuple = (None, None)     # the GPU index that measured it in A and B, where records name one (--gpus)
 
 
 def _timed(doc: dict) -> dict[tuple[str, str, str], dict]:
@@ -68,22 +69,26 @@ def compare(doc_a: dict, doc_b: dict, threshold: float = 0.05) -> list[Verdict]:
         else:
             verdict = "slower" if change > 0 else "faster"
         shown = (a, b) if same_gpu else (ta["pct_of_peak"], tb["pct_of_peak"])
-        out.append(Verdict(*key, *shown, change, verdict, verdict == "slower" and change > threshold))
+        gpus = tuple((rows[key].get("gpu") or {}).get("index") for rows in (a_rows, b_rows))
+        out.append(Verdict(*key, *shown, change, verdict, verdict == "slower" and change > threshold, gpus))
     return out
 
 
 def render(doc_a: dict, doc_b: dict, verdicts: list[Verdict], threshold: float) -> str:
     same_gpu = comparable(doc_a, doc_b)["device time"]
     unit = "cold device ms" if same_gpu else "% of peak"
+    named = any(g is not None for v in verdicts for g in v.gpus)     # which GPU of a --gpus run measured it
     lines = [f"A: run {doc_a['run']['id']} on {gpu_name(doc_a)}", f"B: run {doc_b['run']['id']} on {gpu_name(doc_b)}",
              "comparable: " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in comparable(doc_a, doc_b).items()),
              f"compared: {unit} (spread: interquartile range of the cold samples; threshold {threshold:.0%})", "",
-             f"| problem | case | implementation | A {unit} | B {unit} | change | verdict |",
-             "|---|---|---|---:|---:|---:|---|"]
+             f"| problem | case | implementation | A {unit} | B {unit} | change | verdict |"
+             + (" GPU A / B |" if named else ""),
+             "|---|---|---|---:|---:|---:|---|" + ("---|" if named else "")]
     for v in verdicts:
         flag = " (regression)" if v.regression else ""
+        gpus = " / ".join("-" if g is None else str(g) for g in v.gpus)
         lines.append(f"| {v.problem} | {v.case} | {v.implementation} | {v.a:.4g} | {v.b:.4g} | "
-                     f"{v.change:+.1%} | {v.verdict}{flag} |")
+                     f"{v.change:+.1%} | {v.verdict}{flag} |" + (f" {gpus} |" if named else ""))
     counts = {k: sum(v.verdict == k for v in verdicts) for k in ("faster", "slower", "same", "ambiguous")}
     lines += ["", ", ".join(f"{n} {k}" for k, n in counts.items())
               + f"; {sum(v.regression for v in verdicts)} regression(s) beyond {threshold:.0%}"]
