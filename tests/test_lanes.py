@@ -105,15 +105,17 @@ def test_usable_cores_follow_the_affinity_mask():
     if not shutil.which("taskset"):
         pytest.skip("no taskset on this machine")
     out = subprocess.run(["taskset", "-c", "0", sys.executable, "-c",
-                          "from harness.run.runner import usable_cores; print(usable_cores())"],
+                          "from harness.measure.env import usable_cores; print(usable_cores())"],
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "1"
 
 
 def test_each_lane_keeps_a_core_for_its_timers(monkeypatch):
+    import os
+
     from harness.run import runner
-    monkeypatch.setattr(runner.os, "sched_getaffinity", lambda pid: set(range(16)))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
     assert runner.timing_cores_for(1) == [("15", "15")]
     assert runner.timing_cores_for(2) == [("14,15", "14"), ("14,15", "15")]
-    monkeypatch.setattr(runner.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     assert runner.timing_cores_for(1) == [None]          # too few cores: none kept

@@ -45,9 +45,20 @@ def git_commit() -> str:
 def collect() -> dict:
     return {"python": sys.version.split()[0], "platform": platform.platform(),
             "machine": platform.machine(), "cpu_count": _cpu_count(),
-            "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else _cpu_count(),
+            "cpus_usable": usable_cores(),
             "git_commit": git_commit(),
             "gpus": list(gpu.gpus()), "versions": versions(), "device": None}
+
+
+def usable_core_ids() -> list[int]:
+    """The cores this process may run on (taskset / cgroup affinity), not every core of the machine."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))          # not on Linux
+
+
+def usable_cores() -> int:
+    return len(usable_core_ids())
 
 
 def _cpu_count():

@@ -183,7 +183,7 @@ def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | No
     timing["warmup_calls"] = calls
     timing["sustained"] = sustained(device, run, warmup_s / max(calls, 1), lead_s=SUSTAINED_LEAD_S[roofline]) \
         if with_sustained else None
-    timing["device_ms_sustained"] = timing["sustained"]["median_ms"] if with_sustained else None
+    timing["device_ms_sustained"] = (timing["sustained"] or {}).get("median_ms")
     return timing
 
 

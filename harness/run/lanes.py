@@ -15,7 +15,8 @@ import problems
 from harness.measure import gpu
 from harness.results import merge, records
 from harness.run import supervise
-from harness.run.runner import Job, Options, Run, exclusive, plan, timing_cores_for, usable_cores
+from harness.measure.env import usable_cores
+from harness.run.runner import Job, Options, Run, exclusive, plan, timing_cores_for
 
 BENCH_WEIGHT = 5          # a bench case costs about this many test cases (timing, sustained mode)
 

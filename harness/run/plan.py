@@ -63,9 +63,11 @@ def shards(job: Job) -> list[Job]:
         return [job]
     impl, backend = job.impl, backends.get(job.impl.backend)
     builds: dict[object, list[Case]] = {}
-    untaken = [c for c in job.cases if backend.supports(impl.problem, c, impl.variant)]
+    untaken: list[Case] = []
     for c in job.cases:
-        if c not in untaken:
+        if backend.supports(impl.problem, c, impl.variant):
+            untaken.append(c)
+        else:
             builds.setdefault(backend.build_key(impl.problem, c, impl.variant), []).append(c)
     parts = [*builds.values(), *([untaken] if untaken else [])]      # the builds first: they take long
     if len(parts) == 1:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import os
 import shutil
 import socket
 import sys
@@ -26,14 +25,6 @@ from harness.run.slots import Slots
 from problems.base import Case
 
 
-def usable_cores() -> int:
-    """The cores this process may run on (taskset / cgroup affinity), not every core of the machine."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:        # not on Linux
-        return os.cpu_count() or 1
-
-
 class Run:
     def __init__(self, opts: Options, progress=None, jobs: list[Job] | None = None, lane: str | None = None,
                  cores: int | None = None, timing_cores: tuple[str, str] | None = None):
@@ -42,7 +33,7 @@ class Run:
         `cores` its share of this machine's (for its compile-time processes) and `timing_cores`
         (the cores every lane's timers keep, this lane's): see gpu_lock.py."""
         self.opts = opts
-        self.cores = cores or usable_cores()
+        self.cores = cores or env.usable_cores()
         self.timing_cores = timing_cores or timing_cores_for(1)[0]
         self.jobs, self.lane = jobs, lane
         self.lane_env = {"CUDA_VISIBLE_DEVICES": lane} if lane is not None else {}
@@ -337,7 +328,7 @@ class Run:
 def timing_cores_for(lanes: int) -> list[tuple[str, str] | None]:
     """Per lane: (every lane's timing core, its own), the last usable cores, as gpu_lock.py's
     environment wants them; None where too few cores are left to give each lane one."""
-    usable = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    usable = env.usable_core_ids()
     if len(usable) < 4 * lanes:
         return [None] * lanes
     kept = usable[-lanes:]
