@@ -4,6 +4,7 @@ the vendor library's row for the same case; both also against the theoretical pe
 from __future__ import annotations
 
 import problems
+from harness.measure.timing import THROTTLE_FRACTION
 from harness.results.records import impl_label
 
 MODES = {"cold": "device_ms_cold", "sustained": "device_ms_sustained"}
@@ -96,6 +97,6 @@ def no_cold_time(t: dict) -> str:
     """Why a timed record has no cold figure."""
     cold, clock = t.get("cold") or {}, (t.get("sustained") or {}).get("sm_clock_mhz")
     if cold.get("stopped_by") == "timeout" and not cold.get("samples"):
-        return ("no cold sample before the timeout: samples taken below 75% of the maximum SM clock are "
-                "dropped as throttled" + (f" (back to back it ran at {clock:.0f} MHz)" if clock else ""))
+        return (f"no cold sample before the timeout: samples taken below {THROTTLE_FRACTION:.0%} of the maximum "
+                "SM clock are dropped as throttled" + (f" (back to back it ran at {clock:.0f} MHz)" if clock else ""))
     return "the GPU timer saw no time on the lab's stream: the work ran on another stream, or not at all"
