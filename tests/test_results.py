@@ -90,3 +90,18 @@ def test_case_store_round_trip_maps_arrays_writable(tmp_path):
     inputs["x"][0, 0] = 99                     # writable, and the stored copy stays as it was
     assert case_store.load(tmp_path / "c")[0]["x"][0, 0] == 0
     assert np.array_equal(ref["y"][0], np.ones(3)) and ref["y"][1] is None
+
+
+def test_an_interrupt_while_the_summary_is_written_waits_for_it():
+    """A run stopped just as it ended (a step's timeout) lost its results.json: the signal now
+    waits until the summary is written, then stops the run."""
+    import os
+    import signal
+
+    from harness.run import supervise
+    written = []
+    with pytest.raises(KeyboardInterrupt), supervise.interrupts_held():
+        os.kill(os.getpid(), signal.SIGINT)
+        written.append("results.json")
+    assert written == ["results.json"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

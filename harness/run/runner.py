@@ -79,8 +79,9 @@ class Run:
                 writer.close()
                 shutil.rmtree(scratch, ignore_errors=True)
                 self.progress.stop()
-                doc = summarize(self.out / "results.jsonl")
-                records.write_summary(doc, self.out)
+                with supervise.interrupts_held():
+                    doc = summarize(self.out / "results.jsonl")
+                    records.write_summary(doc, self.out)
         return doc
 
     def _execute(self, jobs: list[Job], writer, scratch: Path) -> None:

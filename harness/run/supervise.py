@@ -4,6 +4,7 @@ hang, the rest are skipped unless asked otherwise: one hang costs one timeout). 
 goes to its log through a capped drain, and a worker left running by an interrupt is killed."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -83,6 +84,26 @@ def in_threads(n: int, fn, argses: list[tuple]):
         kill_running()
         raise
     pool.shutdown()
+
+
+@contextlib.contextmanager
+def interrupts_held():
+    """Ctrl-C or SIGTERM while the block runs (writing a run's summary) is held until it ends, then
+    raised: a run stopped just as it finished still leaves its results.json. Main thread only
+    (signal handlers are); elsewhere the block runs as is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    before = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum))
+              for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _not_stopping() -> None:
