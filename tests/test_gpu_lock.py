@@ -81,6 +81,10 @@ def test_run_with_two_jobs_accounts_for_its_time(tmp_path):
     assert all(r["status"] in ("ok", "not_applicable") for r in doc["records"])
     assert abs(sum(run["phases"].values()) - run["duration_s"]) < 0.05 * run["duration_s"] + 0.1
     assert run["worker_phases"]["checks"] > 0
+    held = run["gpu_lock"]                   # the workers' holds of the lock, summarized
+    assert held["timing_holds"] == 0 and held["longest_shared"]
+    assert {h["who"].split()[0] for h in held["longest_shared"]} == {"array_api[numpy]"}
+    assert "GPU lock: held for timing 0 s" in r.stdout
     assert ways("run", "--jobs", "0", "--out", str(out)).returncode == 2
 
 
@@ -215,3 +219,48 @@ def test_a_timer_gets_the_core_kept_for_timing(tmp_path):
     others = [c for c in usable if c != kept]
     assert start == shared == back == others
     assert timing == usable
+
+
+def _labelled_hold(path, mode, who, doing, start_after, seconds, t0):
+    from harness.measure.phases import PHASES
+    time.sleep(max(0.0, t0 + start_after - time.time()))
+    lock = GpuLock(path)
+    lock.label = who
+    with PHASES(doing), getattr(lock, mode)():
+        time.sleep(seconds)
+
+
+def test_the_holds_tell_what_a_timer_waited_behind(tmp_path):
+    """Each hold is written to <lock>.holds.jsonl; the summary puts a timer's wait on the sharer
+    that let go last."""
+    from harness.measure import gpu_lock, lock_holds
+    path = str(tmp_path / "gpu.lock")
+    ctx = mp.get_context("spawn")
+    t0 = time.time() + START_S
+    specs = [("shared", "jax_pallas gemm 8192x8192x8192-bfloat16", "builds", 0.0, 1.0),
+             ("shared", "triton elementwise 1001-float32", "uploads", 0.1, 0.2),
+             ("exclusive", "nvrtc gemm 4096x4096x4096-bfloat16", "sampling (cold)", 0.4, 0.3)]
+    procs = [ctx.Process(target=_labelled_hold, args=(path, *spec, t0)) for spec in specs]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(30)
+    holds = lock_holds.read(tmp_path / ("gpu.lock" + gpu_lock.HOLDS_SUFFIX))
+    assert sorted(h["mode"] for h in holds) == ["exclusive", "shared", "shared"]
+    s = lock_holds.summarize(holds)
+    assert 0.4 < s["timers_waited_s"] < 0.9 and 0.25 < s["timing_held_s"] < 0.5
+    behind = s["timers_waited_behind"]
+    assert [(b["who"], b["doing"], b["waits"]) for b in behind] == [("jax_pallas gemm", "builds", 1)]
+    assert s["longest_shared"][0]["who"].startswith("jax_pallas gemm") and s["longest_shared"][0]["held_s"] > 0.9
+
+
+def test_a_timer_behind_another_timer_is_not_put_on_a_sharer():
+    from harness.measure import lock_holds
+    holds = [{"who": "a gemm x", "doing": "sampling (cold)", "mode": "exclusive", "asked": 0.0, "got": 0.0,
+              "released": 2.0},
+             {"who": "b gemm x", "doing": "builds", "mode": "shared", "asked": 0.0, "got": 0.0, "released": 0.0},
+             {"who": "c gemm x", "doing": "sampling (cold)", "mode": "exclusive", "asked": 1.0, "got": 2.0,
+              "released": 3.0}]
+    s = lock_holds.summarize(holds)
+    assert s["timers_waited_behind"] == [{"who": "another timer", "doing": "", "s": 1.0, "waits": 1}]
+    assert s["timing_held_s"] == 3.0 and s["span_s"] == 3.0

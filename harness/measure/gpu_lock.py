@@ -18,7 +18,9 @@ process's: a timer may use it as long as it holds the GPU."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
+import time
 from contextlib import contextmanager
 
 from harness.measure.phases import PHASES
@@ -27,6 +29,7 @@ LOCK_VAR = "WAYS_GPU_LOCK"
 CORES_VAR, CORE_VAR = "WAYS_TIMING_CORES", "WAYS_TIMING_CORE"
 WAIT_PHASE = "waiting for the GPU (other workers)"
 NONE, SHARED, EXCLUSIVE = 0, 1, 2
+HOLDS_SUFFIX = ".holds.jsonl"
 
 
 class GpuLock:
@@ -36,6 +39,8 @@ class GpuLock:
         self._held = [NONE]           # the mode of each open context, innermost last
         self._cores: set[int] | None = None     # where this process runs, the timing cores left out
         self._timing_core: int | None = None
+        self.label = ""                 # what this process works on (the worker sets it per item)
+        self._hold_started: dict | None = None
 
     def keep_timing_cores_free(self) -> None:
         """At a worker's start: leave the run's timing cores (WAYS_TIMING_CORES) to timers; this
@@ -85,6 +90,8 @@ class GpuLock:
         if self._gpu is None:
             self._gpu = open(self.path, "a")                          # noqa: SIM115 (kept for the process)
             self._turn = open(self.path + ".turnstile", "a")          # noqa: SIM115
+        if old != NONE:
+            self._log_hold()
         if old == EXCLUSIVE:
             if self._timing_core is not None:
                 _set_affinity(self._cores)
@@ -92,6 +99,7 @@ class GpuLock:
             fcntl.flock(self._turn, fcntl.LOCK_UN)
         elif old == SHARED:
             fcntl.flock(self._gpu, fcntl.LOCK_UN)     # before the turnstile: a waiting timer may hold it
+        asked, doing = time.time(), PHASES.current()
         if new == EXCLUSIVE:
             with PHASES(WAIT_PHASE):
                 fcntl.flock(self._turn, fcntl.LOCK_EX)
@@ -103,6 +111,22 @@ class GpuLock:
                 fcntl.flock(self._turn, fcntl.LOCK_SH)
                 fcntl.flock(self._gpu, fcntl.LOCK_SH)
                 fcntl.flock(self._turn, fcntl.LOCK_UN)
+        if new != NONE:
+            self._hold_started = {"pid": os.getpid(), "who": self.label, "doing": doing,
+                                  "mode": "exclusive" if new == EXCLUSIVE else "shared",
+                                  "asked": round(asked, 4), "got": round(time.time(), 4)}
+
+    def _log_hold(self) -> None:
+        """One line per hold, appended in one write (atomic beside the other workers' lines)."""
+        if self._hold_started is None:
+            return
+        line = json.dumps({**self._hold_started, "released": round(time.time(), 4)}) + "\n"
+        self._hold_started = None
+        fd = os.open(self.path + HOLDS_SUFFIX, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
 
 
 def _set_affinity(cores: set[int]) -> None:

@@ -39,6 +39,10 @@ class Phases:
             return timed_fn
         return wrap
 
+    def current(self) -> str:
+        """The innermost open phase ("" outside any)."""
+        return self._stack[-1][0] if self._stack else ""
+
     def add(self, other: dict[str, float]) -> None:
         for name, seconds in other.items():
             self.seconds[name] += seconds

@@ -74,3 +74,7 @@ def print_phases(console, run: dict) -> None:
         for name, seconds in run["worker_phases"].items():
             inner.add_row(name, f"{seconds:.2f}")
         console.print(inner)
+    if run.get("gpu_lock"):          # --jobs: what the timers waited behind (lock_holds.py)
+        from harness.measure.lock_holds import lines
+        for line in lines(run["gpu_lock"]):
+            console.print(line, highlight=False)

@@ -84,6 +84,9 @@ def merge(lines: list[dict]) -> dict:
            "environment": environment, "records": records,
            "crosscheck": [x["crosscheck"] for x in lines if x["type"] == "crosscheck"]}
     doc["run"]["complete"] = end is not None
+    held = [x["gpu_lock"] for x in lines if x["type"] == "gpu_lock"]
+    if held:
+        doc["run"]["gpu_lock"] = held[-1]
     extra = [x for x in lines if x["type"] == "references"]
     doc["references"] = extra[-1]["references"] if extra else None
     return doc

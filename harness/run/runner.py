@@ -15,7 +15,7 @@ from pathlib import Path
 
 import backends
 import problems
-from harness.measure import env, gpu, gpu_lock, loc, roofline, timing
+from harness.measure import env, gpu, gpu_lock, loc, lock_holds, roofline, timing
 from harness.measure.phases import Phases
 from harness.results import crosscheck, records
 from harness.run import compile_times, supervise
@@ -70,6 +70,9 @@ class Run:
                 if self._beside is not None and self._beside.is_alive():     # interrupted: stop its processes
                     supervise.kill_running()
                     self._beside.join(timeout=10)
+                holds = lock_holds.summarize(lock_holds.read(scratch / ("gpu.lock" + gpu_lock.HOLDS_SUFFIX)))
+                if holds:
+                    writer.write({"type": "gpu_lock", "gpu_lock": holds})
                 finished = time.time()
                 # an interrupted run's profile too ("stopped": complete stays false)
                 writer.write({"type": "end" if ended else "stopped", "run": {

@@ -53,6 +53,7 @@ class Worker:
         self.broken = False        # after a failure the CUDA context may be unusable
 
     def record(self, problem, case) -> dict:
+        LOCK.label = f"{_impl(self.args)} {problem.name} {case.name}"     # whose GPU holds these are (lock_holds.py)
         return records.new_record(problem.name, case, self.args.backend, self.args.variant)
 
     def not_applicable(self, problem, case, rec) -> bool:
@@ -171,6 +172,10 @@ class Worker:
             self.send({"event": "done", "item": i, "record": rec})
 
 
+def _impl(args) -> str:
+    return f"{args.backend}[{args.variant}]" if args.variant else args.backend
+
+
 def run_items(args) -> int:
     out = os.fdopen(args.fd, "w", buffering=1)
 
@@ -179,6 +184,7 @@ def run_items(args) -> int:
 
     items = [(problems.get(it["problem"]), Case(**it["case"])) for it in json.loads(Path(args.items).read_text())]
     w = Worker(args, send)
+    LOCK.label = f"{_impl(args)} {items[0][0].name if items else ''}"
     try:
         with PHASES("worker start-up (imports, device)"):
             w.s = Session(args.backend, args.variant)

@@ -1,0 +1,79 @@
+"""What the timers waited behind: a summary of the GPU lock's holds (gpu_lock.py writes one line per
+hold: who, doing what, when it asked, got and released the GPU) for `ways run --jobs`.
+
+A timer waits until every sharer has let go; the sharer that let go last is the one it waited
+behind, and the whole wait is put on it (or on "another timer" where the GPU was being timed)."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+TOP = 12
+
+
+def read(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    holds = []
+    for line in path.read_text().splitlines():
+        try:
+            holds.append(json.loads(line))
+        except ValueError:          # a line cut short by a killed worker
+            continue
+    return holds
+
+
+def summarize(holds: list[dict]) -> dict | None:
+    """Seconds the GPU was held for timing, seconds timers and sharers waited, and the holds the
+    timers' waits are put on, grouped by who (implementation, problem) and what it was doing."""
+    if not holds:
+        return None
+    timing = [h for h in holds if h["mode"] == "exclusive"]
+    shared = [h for h in holds if h["mode"] == "shared"]
+    behind: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0])
+    for t in timing:
+        waited = t["got"] - t["asked"]
+        if waited <= 0.01:
+            continue
+        before = [h for h in holds if h is not t and h["got"] < t["got"] and h["released"] <= t["got"] + 0.01]
+        last = max(before, key=lambda h: h["released"], default=None)
+        if last is None or last["released"] < t["asked"]:
+            key = ("(nothing traced)", "")
+        elif last["mode"] == "exclusive":
+            key = ("another timer", "")
+        else:
+            key = (_who(last["who"]), last["doing"] or "(no phase)")
+        behind[key][0] += waited
+        behind[key][1] += 1
+    start = min(h["asked"] for h in holds)
+    end = max(h["released"] for h in holds)
+    top = sorted(behind.items(), key=lambda kv: -kv[1][0])[:TOP]
+    return {"span_s": round(end - start, 3),
+            "timing_held_s": round(sum(h["released"] - h["got"] for h in timing), 3),
+            "timing_holds": len(timing),
+            "timers_waited_s": round(sum(h["got"] - h["asked"] for h in timing), 3),
+            "sharers_waited_s": round(sum(h["got"] - h["asked"] for h in shared), 3),
+            "longest_shared": [_hold(h) for h in sorted(shared, key=lambda h: h["got"] - h["released"])[:TOP]],
+            "timers_waited_behind": [{"who": who, "doing": doing, "s": round(s, 3), "waits": n}
+                                     for (who, doing), (s, n) in top]}
+
+
+def _who(label: str) -> str:
+    """The implementation and problem of a worker's label (its case left out, to group the holds)."""
+    return " ".join(label.split()[:2]) or "(unlabelled)"
+
+
+def _hold(h: dict) -> dict:
+    return {"who": h["who"], "doing": h["doing"], "held_s": round(h["released"] - h["got"], 3)}
+
+
+def lines(summary: dict) -> list[str]:
+    """A few lines for the end of a run."""
+    out = [f"GPU lock: held for timing {summary['timing_held_s']:.0f} s of {summary['span_s']:.0f} "
+           f"({summary['timing_holds']} holds); timers waited {summary['timers_waited_s']:.0f} s, "
+           f"other GPU work {summary['sharers_waited_s']:.0f} s"]
+    for b in summary["timers_waited_behind"][:5]:
+        out.append(f"  timers waited {b['s']:.1f} s ({b['waits']}x) behind {b['who']}"
+                   + (f" ({b['doing']})" if b["doing"] else ""))
+    return out
