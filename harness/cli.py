@@ -150,6 +150,8 @@ def cmd_run(args) -> int:
         raise UsageError(f"--jobs {args.jobs} must be at least 1")
     if args.quick and (args.shape or args.case):
         raise UsageError("--quick picks its own cases: leave out --shape and --case")
+    if args.resume and (args.gpus or args.ray):
+        raise UsageError("--resume goes on with a run on one GPU; --gpus and --ray runs start afresh")
     case = custom_case(args)
     names = tuple(args.case or ())
     if names:
@@ -164,7 +166,14 @@ def cmd_run(args) -> int:
                    out=out, item_timeout=args.timeout, measure_compile=not (args.no_compile or args.quick),
                    compile_repeats=args.compile_repeats, retry_after_timeout=args.retry_after_timeout,
                    dtype=dtype_of(args.dtype).name if args.dtype and case is None else None,
-                   case_names=names, quick=args.quick, compile_jobs=args.compile_jobs, jobs=args.jobs)
+                   case_names=names, quick=args.quick, compile_jobs=args.compile_jobs, jobs=args.jobs,
+                   resume=args.resume)
+    if args.resume:
+        from harness.run import resume
+        try:
+            resume.check(out)
+        except resume.NothingToResume as exc:
+            raise UsageError(str(exc)) from None
     signal.signal(signal.SIGTERM, _interrupt)     # a killed run ends like Ctrl-C: its results written
     if args.ray or args.gpus:
         return _run_spread(args, opts, out)
@@ -302,6 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quick", action="store_true",
                      help="a demo's selection: each problem's quick cases (a test case and the headline bench "
                           "case), first build instead of compile processes; its rows are marked quick")
+    run.add_argument("--resume", action="store_true",
+                     help="go on with the interrupted run in --out (give the same selection): what it has not "
+                          "done yet (failed rows again), appended to its results")
     run.set_defaults(fn=cmd_run)
     rep = sub.add_parser("report", help="Markdown summary, figures (and --html a page) of results.json files")
     rep.add_argument("results", nargs="+", help="one results.json, or several to merge (e.g. several GPUs)")

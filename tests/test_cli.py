@@ -252,3 +252,46 @@ def test_quick_leaves_out_implementations_slow_to_build(tmp_path):
     assert r.returncode == 0, r.stderr
     recs = json.loads((out / "results.json").read_text())["records"]
     assert recs and all(x["status"] == "skipped" and "--quick leaves out" in x["reason"] and x["quick"] for x in recs)
+
+
+def test_an_interrupted_run_goes_on_with_resume(tmp_path, bad_backends):
+    """Ctrl-C, then `--resume` into the same folder: the rows measured before are kept (not run
+    again), the rest and the failed ones are run, the test outputs of the first part are kept for the
+    cross-check, and the document is complete with both parts' times added up."""
+    import signal
+    import time
+
+    from harness.results import records
+    out = tmp_path / "out"
+    sel = ["-b", "array_api[numpy]", "-b", "broken", "-p", "segreduce", "--cases", "test", "--no-compile",
+           "--out", str(out)]
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", *sel, "--timeout", "120"], cwd=ROOT,
+                            env={**os.environ}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = out / "logs" / "broken[numpy].segreduce.log"
+    deadline = time.monotonic() + 120
+    while not log.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(3)                              # the broken worker is now inside its endless call
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    first = json.loads((out / "results.json").read_text())
+    kept = {records.record_key(r): r for r in first["records"] if r["status"] != "failed"}
+    assert not first["run"]["complete"] and any(k[0] == "array_api" for k in kept)
+    assert (out / ".crosscheck-outputs" / "segreduce").is_dir()
+
+    r = ways("run", *sel, "--timeout", "5", "--resume")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "results.json").read_text())
+    records.validate(doc)
+    assert doc["run"]["complete"] and len(doc["run"]["resumed"]) == 1
+    assert doc["run"]["duration_s"] > first["run"]["duration_s"]
+    lines = records.read_jsonl(out / "results.jsonl")
+    keys = [records.record_key(x["record"]) for x in lines if x["type"] == "record"]
+    assert all(keys.count(k) == 1 for k in kept)                     # kept rows were not run again
+    assert {records.record_key(r): r for r in doc["records"]}.keys() >= kept.keys()
+    assert all(r["status"] != "failed" or r["backend"] == "broken" for r in doc["records"])
+    assert not (out / ".crosscheck-outputs").exists()                # taken back for the cross-check
+    again = ways("run", *sel, "--resume")
+    assert again.returncode == 2 and "is complete" in again.stderr
+    nothing = ways("run", "-p", "segreduce", "--resume", "--out", str(tmp_path / "empty"))
+    assert nothing.returncode == 2 and "no run to go on with" in nothing.stderr

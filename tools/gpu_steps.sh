@@ -68,9 +68,10 @@ for step in "$@"; do
       run_ways "${sel[@]}" --jobs "${JOBS:-4}" --out "$OUT/$step/jobs"
       python -m harness compare "$OUT/$step/serial/results.json" "$OUT/$step/jobs/results.json" \
         | tee "$OUT/$step/compare.txt" ;;
-    full-jobs)        # issue 21: the full default run, --jobs at a time (every bundle unpacked first); GPUS=0: that GPU
+    full-jobs)        # issue 21: the full default run, --jobs at a time (every bundle unpacked first); GPUS=0,: that
+                      # GPU; RESUME=1: go on with the run an earlier call left in $WORK (the node keeps /tmp while warm)
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
-        run_ways --jobs "${JOBS:-8}" ${GPUS:+--gpus $GPUS} --out "$OUT/$step/run" ;;
+        run_ways --jobs "${JOBS:-8}" ${GPUS:+--gpus $GPUS} ${RESUME:+--resume} --out "$OUT/$step/run" ;;
     lanes-full)       # issue 22: the full default run on every GPU of the node, a lane each, --jobs per lane
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
         run_ways --gpus all --jobs "${JOBS:-8}" --out "$OUT/$step/run" ;;

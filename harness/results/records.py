@@ -42,11 +42,12 @@ def finite(obj):
 
 
 class JsonlWriter:
-    """Appends one JSON object a line and flushes it: an interrupted run keeps what it measured."""
+    """Appends one JSON object a line and flushes it: an interrupted run keeps what it measured
+    (`append`: after an earlier run's lines, `ways run --resume`)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, append: bool = False):
         self.path = path
-        self._f = open(path, "w")  # noqa: SIM115 (kept open for the run, closed by close())
+        self._f = open(path, "a" if append else "w")  # noqa: SIM115 (kept open for the run, closed by close())
         self._lock = threading.Lock()       # `ways run --jobs`: several workers' threads write
 
     def write(self, obj: dict) -> None:
@@ -64,26 +65,43 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(x) for x in lines if x.strip()]
 
 
+def record_key(r: dict) -> tuple[str, str, str, str]:
+    return r["backend"], r["variant"], r["problem"], r["case"]
+
+
 def merge(lines: list[dict]) -> dict:
-    """Summary document from the JSONL lines: compile figures joined onto their records."""
+    """Summary document from the JSONL lines: compile figures joined onto their records. A run
+    resumed (`ways run --resume`) has several parts, each from a "run" or "resumed" line to its
+    "end" or "stopped" one: a row redone in a later part replaces the earlier one, the parts' times
+    add up, and the run is complete when its last part ended."""
     header = next(x for x in lines if x["type"] == "run")
-    records = [x["record"] for x in lines if x["type"] == "record"]
+    records = list({record_key(x["record"]): x["record"] for x in lines if x["type"] == "record"}.values())
     compiles = {(c["backend"], c["variant"], c["problem"]): c["compile"]
                 for c in (x for x in lines if x["type"] == "compile")}
     for r in records:
         r["compile"] = compiles.get((r["backend"], r["variant"], r["problem"]), r["compile"])
-    end = next((x for x in lines if x["type"] == "end"), None)
-    stopped = next((x for x in lines if x["type"] == "stopped"), None)     # an interrupted run's profile
+    parts = [x for x in lines if x["type"] in ("run", "resumed", "end", "stopped")]
+    ends = [x for x in parts if x["type"] in ("end", "stopped")]     # "stopped": an interrupted part's profile
     environment = dict(header["environment"])
     for x in lines:
         if x["type"] == "device":
             environment["device"] = {**(environment.get("device") or {}), **x["device"]}
-        elif x["type"] == "gpu_state":
+        elif x["type"] == "gpu_state" and (x["when"] == "after" or "gpu_state_before" not in environment):
             environment[f"gpu_state_{x['when']}"] = x["state"]
-    doc = {"schema_version": SCHEMA_VERSION, "run": {**header["run"], **(end or stopped or {"run": {}})["run"]},
+    doc = {"schema_version": SCHEMA_VERSION, "run": {**header["run"], **(ends[-1]["run"] if ends else {})},
            "environment": environment, "records": records,
            "crosscheck": [x["crosscheck"] for x in lines if x["type"] == "crosscheck"]}
-    doc["run"]["complete"] = end is not None
+    doc["run"]["complete"] = parts[-1]["type"] == "end"
+    resumed = [x["run"] for x in parts if x["type"] == "resumed"]
+    if resumed:
+        doc["run"]["resumed"] = resumed
+        doc["run"]["duration_s"] = round(sum(x["run"].get("duration_s", 0.0) for x in ends), 3)
+        for key in ("phases", "worker_phases"):
+            total: dict[str, float] = {}
+            for x in ends:
+                for name, sec in (x["run"].get(key) or {}).items():
+                    total[name] = round(total.get(name, 0.0) + sec, 3)
+            doc["run"][key] = dict(sorted(total.items(), key=lambda kv: -kv[1]))
     held = [x["gpu_lock"] for x in lines if x["type"] == "gpu_lock"]
     if held:
         doc["run"]["gpu_lock"] = held[-1]

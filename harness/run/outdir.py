@@ -32,7 +32,8 @@ def exclusive(out: Path):
             os.unlink(lock.name)       # no lock file left among the results
 
 
-RESULT_FILES = ("results.jsonl", "results.json", "summary.csv", "logs", "report.md", "figures", "index.html")
+RESULT_FILES = ("results.jsonl", "results.json", "summary.csv", "logs", "report.md", "figures", "index.html",
+                ".crosscheck-outputs")
 
 
 def set_aside_previous(out: Path) -> Path | None:

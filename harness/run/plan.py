@@ -29,6 +29,7 @@ class Options:
     quick: bool = False                # only each problem's quick_case_names; its records say quick
     compile_jobs: int = 0              # implementations whose compile-time processes run at once; 0: cores // 4
     jobs: int = 1                      # implementations whose workers run at once on the GPU (gpu_lock.py)
+    resume: bool = False               # go on with the run in `out`: only what it has not done (runner.py)
 
 
 @dataclass

@@ -18,7 +18,7 @@ import problems
 from harness.measure import env, gpu, gpu_lock, loc, lock_holds, roofline, timing
 from harness.measure.phases import Phases
 from harness.results import crosscheck, records
-from harness.run import compile_times, supervise
+from harness.run import compile_times, resume, supervise
 from harness.run.outdir import OutputBusy, exclusive, set_aside_previous  # noqa: F401 (re-exported)
 from harness.run.plan import Job, Options, first_build_s, plan, shards, slow_builder  # noqa: F401 (re-exported)
 from harness.run.slots import Slots
@@ -43,6 +43,7 @@ class Run:
         self.set_aside: Path | None = None     # where an earlier run's files in --out were moved
         self.phases = Phases()                 # this process's, and the workers' they report
         self.worker_phases = Phases()
+        self.done = resume.Done()              # --resume: what the run in --out has done already
         self._lock = threading.Lock()          # --jobs: the workers' threads report through it
         self._beside: threading.Thread | None = None     # --jobs: the compile-time processes' thread
 
@@ -53,15 +54,18 @@ class Run:
         jobs = plan(self.opts) if self.jobs is None else self.jobs
         self.out.mkdir(parents=True, exist_ok=True)
         with exclusive(self.out):
-            self.set_aside = set_aside_previous(self.out)
+            scratch = Path(tempfile.mkdtemp(prefix="ways-"))
+            if self.opts.resume:
+                self.done = resume.done(self.out, scratch)
+            else:
+                self.set_aside = set_aside_previous(self.out)
             (self.out / "logs").mkdir(exist_ok=True)
             started = time.time()
-            writer = records.JsonlWriter(self.out / "results.jsonl")
-            writer.write({"type": "run", "environment": env.collect(), "run": {
+            writer = records.JsonlWriter(self.out / "results.jsonl", append=self.opts.resume)
+            writer.write({"type": "resumed" if self.opts.resume else "run", "environment": env.collect(), "run": {
                 "id": uuid.uuid4().hex[:12], "started": _iso(started), "argv": sys.argv[1:],
                 "kinds": list(self.opts.kinds), "quick": self.opts.quick, "gpu_lane": self.lane,
                 "custom_case": self.opts.custom.to_json() if self.opts.custom else None}})
-            scratch = Path(tempfile.mkdtemp(prefix="ways-"))
             ended = False
             try:
                 self._execute(jobs, writer, scratch)
@@ -80,6 +84,8 @@ class Run:
                     "phases": self.phase_profile(finished - started), "jobs": self.opts.jobs,
                     "worker_phases": self.worker_phases.as_dict()}})
                 writer.close()
+                if not ended:
+                    resume.keep_outputs(scratch, self.out)     # for the cross-check of a `--resume`
                 shutil.rmtree(scratch, ignore_errors=True)
                 self.progress.stop()
                 with supervise.interrupts_held():
@@ -89,8 +95,13 @@ class Run:
 
     def _execute(self, jobs: list[Job], writer, scratch: Path) -> None:
         available, exported, skipped = self._availability(jobs)
-        compiled = len(available) + len(exported)
-        total = sum(len(j.cases) for j in jobs) + (compiled if self.opts.measure_compile else 0)
+        todo = [(j, False) for j in available] + [(j, True) for j, _ in exported] if self.opts.measure_compile else []
+        todo = [(j, aot) for j, aot in todo if not self.done.compiled(j.impl)]
+        left = self.done.left          # --resume: each job's cases not done yet (all of them otherwise)
+        available = [j for j in map(left, available) if j.cases]
+        exported = [(left(j), why) for j, why in exported if left(j).cases]
+        skipped = [(left(j), status, why) for j, status, why in skipped if left(j).cases]
+        total = sum(len(j.cases) for j in [*available, *(j for j, *_ in exported + skipped)]) + len(todo)
         self.progress.start(total)
         writer.write({"type": "gpu_state", "when": "before", "state": gpu.state(self.lane)})
         if any(c.kind == "bench" for j in available if self._on_gpu(j) for c in j.cases):
@@ -104,7 +115,6 @@ class Run:
             for case in job.cases:
                 self._emit(writer, self._record(job, case, status=status, reason=reason))
                 self.progress.advance(f"{job.impl.label} {status}")
-        todo = [(j, False) for j in available] + [(j, True) for j, _ in exported] if self.opts.measure_compile else []
         # --jobs: the compile-time processes start with the workers (CPU work; their GPU part waits
         # for the lock like a worker's), else they follow the workers on an idle GPU
         if todo and self.opts.jobs > 1:

@@ -1,0 +1,60 @@
+"""`ways run --resume`: go on with an interrupted run in the same --out. Its results.jsonl is kept and
+appended to; rows it has (any status but failed: an interrupted or crashed item is redone) and
+compile figures it has are not measured again, and the test outputs of its parts are kept between
+them (.crosscheck-outputs) so the cross-check at the end covers every part."""
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+from harness.results import records
+
+KEPT_OUTPUTS = ".crosscheck-outputs"
+
+
+class NothingToResume(RuntimeError):
+    """--resume where there is no run to go on with, or a complete one."""
+
+
+@dataclasses.dataclass
+class Done:
+    rows: set = dataclasses.field(default_factory=set)          # record_key of each row kept
+    compiles: set = dataclasses.field(default_factory=set)      # (backend, variant, problem) measured
+
+    def left(self, job):
+        """The job with only its cases not done yet."""
+        impl = job.impl
+        cases = [c for c in job.cases if (impl.backend, impl.variant, impl.problem, c.name) not in self.rows]
+        return job if len(cases) == len(job.cases) else dataclasses.replace(job, cases=cases)
+
+    def compiled(self, impl) -> bool:
+        return (impl.backend, impl.variant, impl.problem) in self.compiles
+
+
+def check(out: Path) -> None:
+    """Raise NothingToResume unless `out` holds a run that did not finish."""
+    path = out / "results.jsonl"
+    if not path.is_file():
+        raise NothingToResume(f"--resume: no run to go on with in {out} (no results.jsonl)")
+    if records.merge(records.read_jsonl(path))["run"]["complete"]:
+        raise NothingToResume(f"--resume: the run in {out} is complete; give another --out for a new one")
+
+
+def done(out: Path, scratch: Path) -> Done:
+    """What the run in `out` has done; its kept test outputs moved into `scratch` for the cross-check."""
+    lines = records.read_jsonl(out / "results.jsonl")
+    doc = records.merge(lines)
+    kept = out / KEPT_OUTPUTS
+    if kept.is_dir():
+        shutil.move(str(kept), str(scratch / "outputs"))
+    return Done(rows={records.record_key(r) for r in doc["records"] if r["status"] != "failed"},
+                compiles={(x["backend"], x["variant"], x["problem"]) for x in lines
+                          if x["type"] == "compile" and not x["compile"].get("error")})
+
+
+def keep_outputs(scratch: Path, out: Path) -> None:
+    """At the end of a part that did not finish: keep its test outputs for a later --resume."""
+    if (scratch / "outputs").is_dir():
+        shutil.rmtree(out / KEPT_OUTPUTS, ignore_errors=True)
+        shutil.move(str(scratch / "outputs"), str(out / KEPT_OUTPUTS))
