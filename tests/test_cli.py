@@ -174,6 +174,14 @@ def test_quick_runs_each_problems_quick_cases_and_marks_its_rows(tmp_path):
     assert "Rows marked quick come from" in (out / "index.html").read_text()
     from harness.report.page import _badge
     assert "class=quick" in _badge({**doc["records"][0], "kind": "bench"})      # a timed row's badge
+    every = ways("run", "-b", "array_api[numpy]", "--quick", "--cases", "test", "--jobs", "2",
+                 "--out", str(tmp_path / "all"))
+    assert every.returncode == 0, every.stderr
+    doc = json.loads((tmp_path / "all" / "results.json").read_text())
+    assert sorted((x["problem"], x["status"]) for x in doc["records"]) == \
+        [("elementwise", "ok"), ("gemm", "not_applicable"), ("segreduce", "ok")]     # NumPy has no bfloat16
+    logs = sorted(p.name for p in (tmp_path / "all" / "logs").glob("array_api*.log"))
+    assert logs == ["array_api[numpy].elementwise+gemm+segreduce.log"]       # one worker for its problems
     bad = ways("run", "--quick", "--case", "37x4097-float32", "--out", str(tmp_path / "never"))
     assert bad.returncode == 2 and "--quick picks its own cases" in bad.stderr
 

@@ -41,3 +41,18 @@ def test_a_waiting_slot_gives_up_when_the_run_stops(jobs):
     stop.append(True)
     with pytest.raises(KeyboardInterrupt):
         slots.take()
+
+
+def test_quick_runs_one_worker_per_implementation_longest_builds_first():
+    """--quick: an implementation's problems share one worker (one start-up for its six cases)."""
+    from harness.run.plan import Options, by_implementation, first_build_s, plan
+    jobs = plan(Options(backends=["array_api[numpy]", "warp_tiles", "triton"], quick=True))
+    merged = by_implementation(jobs)
+    builds = [sum(first_build_s(p.impl) for p in (j, *j.also)) for j in merged]
+    assert builds == sorted(builds, reverse=True) and builds[0] > builds[-1]
+    for j in merged:
+        parts = (j, *j.also)
+        assert {p.impl.label for p in parts} == {j.impl.label}
+        assert len({p.impl.problem for p in parts}) == len(parts)
+    assert sorted((p.impl.label, p.impl.problem) for j in merged for p in (j, *j.also)) == \
+        sorted((j.impl.label, j.impl.problem) for j in jobs)

@@ -20,7 +20,7 @@ from harness.measure.phases import Phases
 from harness.results import crosscheck, records
 from harness.run import compile_times, resume, supervise
 from harness.run.outdir import OutputBusy, exclusive, set_aside_previous  # noqa: F401 (re-exported)
-from harness.run.plan import Job, Options, first_build_s, plan, shards, slow_builder  # noqa: F401 (re-exported)
+from harness.run.plan import Job, Options, by_implementation, first_build_s, plan, shards, slow_builder  # noqa: F401
 from harness.run.slots import Slots
 from problems.base import Case
 
@@ -238,6 +238,8 @@ class Run:
         """The jobs' workers, `--jobs` at a time and slow builders' beside them (slots.py): their CPU
         work (references, compiling) overlaps, and gpu_lock.py keeps every other worker off the GPU
         while one times."""
+        if self.opts.quick:
+            jobs = by_implementation(jobs)
         if self.opts.jobs == 1:
             for job in jobs:
                 self._run_job(job, writer, scratch)
@@ -273,11 +275,14 @@ class Run:
         modes = {timing.MODES_VAR: "cold"} if self.opts.quick else {}
         environ = supervise.worker_env({**backend.cache_env(str(cache)), **self.lane_env, **modes,
                                         **(extra_env or {})}, backend.search_paths(impl.variant))
-        items = [{"problem": impl.problem, "case": c.to_json()} for c in job.cases]
+        parts = (job, *job.also)       # by_implementation: one worker for several problems
+        owners = [(part, c) for part in parts for c in part.cases]
+        items = [{"problem": part.impl.problem, "case": c.to_json()} for part, c in owners]
 
         def on_event(index, event):
             if event["event"] == "start":
-                self.progress.describe(f"{impl.label} {impl.problem} {job.cases[index].name}")
+                part, case = owners[index]
+                self.progress.describe(f"{impl.label} {part.impl.problem} {case.name}")
             elif event["event"] == "done":
                 self._emit(writer, event["record"])
                 self.progress.advance(impl.label)
@@ -288,11 +293,12 @@ class Run:
                     self.worker_phases.add(event["phases"])
 
         def on_lost(index, message, status):
-            self._emit(writer, self._record(job, job.cases[index], status=status, error=message))
+            self._emit(writer, self._record(*owners[index], status=status, error=message))
             self.progress.advance(impl.label)
 
+        problems_ = "+".join(part.impl.problem for part in parts)
         supervise.run_items(impl.backend, impl.variant, items, scratch,
-                            self.out / "logs" / f"{impl.label}.{impl.problem}{job.shard}.log", environ,
+                            self.out / "logs" / f"{impl.label}.{problems_}{job.shard}.log", environ,
                             self.opts.item_timeout, self.opts.startup_timeout, on_event, on_lost,
                             self.opts.retry_after_timeout)
 
