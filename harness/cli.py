@@ -169,9 +169,10 @@ def cmd_run(args) -> int:
                    case_names=names, quick=args.quick, compile_jobs=args.compile_jobs, jobs=args.jobs,
                    resume=args.resume)
     if args.resume:
+        from harness.measure import gpu
         from harness.run import resume
         try:
-            resume.check(out)
+            resume.check(out, list(gpu.gpus()))
         except resume.NothingToResume as exc:
             raise UsageError(str(exc)) from None
     signal.signal(signal.SIGTERM, _interrupt)     # a killed run ends like Ctrl-C: its results written

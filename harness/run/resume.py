@@ -32,13 +32,20 @@ class Done:
         return (impl.backend, impl.variant, impl.problem) in self.compiles
 
 
-def check(out: Path) -> None:
-    """Raise NothingToResume unless `out` holds a run that did not finish."""
+def check(out: Path, gpus_here: list[dict]) -> None:
+    """Raise NothingToResume unless `out` holds a run that did not finish, made on GPUs of the kinds
+    this machine has (`gpus_here`: gpu.gpus()): one run's rows are compared as measured alike."""
     path = out / "results.jsonl"
     if not path.is_file():
         raise NothingToResume(f"--resume: no run to go on with in {out} (no results.jsonl)")
-    if records.merge(records.read_jsonl(path))["run"]["complete"]:
+    doc = records.merge(records.read_jsonl(path))
+    if doc["run"]["complete"]:
         raise NothingToResume(f"--resume: the run in {out} is complete; give another --out for a new one")
+    then = sorted(g.get("name") or "" for g in doc["environment"].get("gpus") or [])
+    now = sorted(g.get("name") or "" for g in gpus_here)
+    if then != now:
+        raise NothingToResume(f"--resume: the run in {out} was made with GPUs {then or 'none'}, this machine has "
+                              f"{now or 'none'}; give another --out for a new run")
 
 
 def done(out: Path, scratch: Path) -> Done:
