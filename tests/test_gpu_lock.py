@@ -101,6 +101,8 @@ def test_compile_time_processes_run_beside_the_jobs_workers(tmp_path):
     run = doc["run"]
     assert "compile-time processes (after the workers ended)" in run["phases"]
     assert abs(sum(run["phases"].values()) - run["duration_s"]) < 0.05 * run["duration_s"] + 0.1
+    who = {h["who"] for h in run["gpu_lock"]["shared_by_who"]}       # the lock's holds name their processes
+    assert who & {f"array_api[numpy] {p} (compile-time process)" for p in ("segreduce", "elementwise")}, who
 
 
 def test_one_maker_per_case_for_workers_at_once(tmp_path):

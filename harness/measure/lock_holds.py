@@ -55,13 +55,27 @@ def summarize(holds: list[dict]) -> dict | None:
             "timers_waited_s": round(sum(h["got"] - h["asked"] for h in timing), 3),
             "sharers_waited_s": round(sum(h["got"] - h["asked"] for h in shared), 3),
             "longest_shared": [_hold(h) for h in sorted(shared, key=lambda h: h["got"] - h["released"])[:TOP]],
+            "shared_by_who": _by_who(shared),
             "timers_waited_behind": [{"who": who, "doing": doing, "s": round(s, 3), "waits": n}
                                      for (who, doing), (s, n) in top]}
 
 
 def _who(label: str) -> str:
-    """The implementation and problem of a worker's label (its case left out, to group the holds)."""
+    """The implementation and problem of a worker's label (its case left out, to group the holds);
+    a compile-time process's as it is."""
+    if label.endswith("(compile-time process)"):
+        return label
     return " ".join(label.split()[:2]) or "(unlabelled)"
+
+
+def _by_who(holds: list[dict]) -> list[dict]:
+    """Seconds of GPU held shared per implementation and problem (or compile-time process), most first."""
+    total: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    for h in holds:
+        total[_who(h["who"])][0] += h["released"] - h["got"]
+        total[_who(h["who"])][1] += 1
+    return [{"who": who, "held_s": round(s, 3), "holds": n}
+            for who, (s, n) in sorted(total.items(), key=lambda kv: -kv[1][0])[:TOP]]
 
 
 def _hold(h: dict) -> dict:
@@ -76,4 +90,7 @@ def lines(summary: dict) -> list[str]:
     for b in summary["timers_waited_behind"][:5]:
         out.append(f"  timers waited {b['s']:.1f} s ({b['waits']}x) behind {b['who']}"
                    + (f" ({b['doing']})" if b["doing"] else ""))
+    held = ", ".join(f"{w['who']} {w['held_s']:.0f} s" for w in summary.get("shared_by_who", [])[:3])
+    if held:
+        out.append(f"  held shared the longest: {held}")
     return out

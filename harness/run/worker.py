@@ -261,6 +261,7 @@ def compile_once(args) -> int:
     the ahead-of-time compile of that case instead (no GPU: nothing runs)."""
     if LOCK.path is not None:
         os.nice(COMPILE_NICENESS)
+    LOCK.label = f"{_impl(args)} {args.problem} (compile-time process)"
     problem = problems.get(args.problem)
     tests = [c for c in problem.cases() if c.kind == "test"]
     candidates = sorted(tests, key=lambda c: c.name != problem.compile_case_name)
