@@ -74,6 +74,9 @@ def print_phases(console, run: dict) -> None:
         for name, seconds in run["worker_phases"].items():
             inner.add_row(name, f"{seconds:.2f}")
         console.print(inner)
+    if run.get("cpu_load"):
+        from harness.measure.cpu_load import line
+        console.print(line(run["cpu_load"]), highlight=False)
     if run.get("gpu_lock"):          # --jobs: what the timers waited behind (lock_holds.py)
         from harness.measure.lock_holds import lines
         for line in lines(run["gpu_lock"]):

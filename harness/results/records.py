@@ -102,9 +102,10 @@ def merge(lines: list[dict]) -> dict:
                 for name, sec in (x["run"].get(key) or {}).items():
                     total[name] = round(total.get(name, 0.0) + sec, 3)
             doc["run"][key] = dict(sorted(total.items(), key=lambda kv: -kv[1]))
-    held = [x["gpu_lock"] for x in lines if x["type"] == "gpu_lock"]
-    if held:
-        doc["run"]["gpu_lock"] = held[-1]
+    for kind in ("gpu_lock", "cpu_load"):       # the last part's, for a resumed run
+        found = [x[kind] for x in lines if x["type"] == kind]
+        if found:
+            doc["run"][kind] = found[-1]
     extra = [x for x in lines if x["type"] == "references"]
     doc["references"] = extra[-1]["references"] if extra else None
     return doc

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import backends
 import problems
-from harness.measure import env, gpu, gpu_lock, loc, lock_holds, roofline, timing
+from harness.measure import cpu_load, env, gpu, gpu_lock, loc, lock_holds, roofline, timing
 from harness.measure.phases import Phases
 from harness.results import crosscheck, records
 from harness.run import compile_times, resume, supervise
@@ -67,8 +67,10 @@ class Run:
                 "kinds": list(self.opts.kinds), "quick": self.opts.quick, "gpu_lane": self.lane,
                 "custom_case": self.opts.custom.to_json() if self.opts.custom else None}})
             ended = False
+            load = cpu_load.CpuLoad(env.usable_core_ids())
             try:
-                self._execute(jobs, writer, scratch)
+                with load:
+                    self._execute(jobs, writer, scratch)
                 ended = True
             finally:
                 if self._beside is not None and self._beside.is_alive():     # interrupted: stop its processes
@@ -77,6 +79,8 @@ class Run:
                 holds = lock_holds.summarize(lock_holds.read(scratch / ("gpu.lock" + gpu_lock.HOLDS_SUFFIX)))
                 if holds:
                     writer.write({"type": "gpu_lock", "gpu_lock": holds})
+                if load.summary():
+                    writer.write({"type": "cpu_load", "cpu_load": load.summary()})
                 finished = time.time()
                 # an interrupted run's profile too ("stopped": complete stays false)
                 writer.write({"type": "end" if ended else "stopped", "run": {
