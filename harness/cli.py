@@ -172,7 +172,7 @@ def cmd_run(args) -> int:
         from harness.measure import gpu
         from harness.run import resume
         try:
-            resume.check(out, list(gpu.gpus()))
+            resume.check(out, list(gpu.gpus()), resume.selection(opts))
         except resume.NothingToResume as exc:
             raise UsageError(str(exc)) from None
     signal.signal(signal.SIGTERM, _interrupt)     # a killed run ends like Ctrl-C: its results written

@@ -110,13 +110,13 @@ def test_an_interrupt_while_the_summary_is_written_waits_for_it():
 def test_resume_refuses_a_run_made_on_other_gpus(tmp_path):
     from harness.run import resume
     with pytest.raises(resume.NothingToResume, match="no run to go on with"):
-        resume.check(tmp_path, [])
+        resume.check(tmp_path, [], {})
     header = {"type": "run", "environment": {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]},
               "run": {"id": "a", "started": "", "argv": [], "kinds": ["test"]}}
     (tmp_path / "results.jsonl").write_text(json.dumps(header) + "\n")
-    resume.check(tmp_path, [{"name": "NVIDIA H100 80GB HBM3"}])
+    resume.check(tmp_path, [{"name": "NVIDIA H100 80GB HBM3"}], {})
     with pytest.raises(resume.NothingToResume, match="made with GPUs .'NVIDIA H100 80GB HBM3'.*has .'NVIDIA H200'"):
-        resume.check(tmp_path, [{"name": "NVIDIA H200"}])
+        resume.check(tmp_path, [{"name": "NVIDIA H200"}], {})
     (tmp_path / "results.jsonl").write_text(json.dumps(header) + "\n" + json.dumps({"type": "end", "run": {}}) + "\n")
     with pytest.raises(resume.NothingToResume, match="is complete"):
-        resume.check(tmp_path, [{"name": "NVIDIA H100 80GB HBM3"}])
+        resume.check(tmp_path, [{"name": "NVIDIA H100 80GB HBM3"}], {})

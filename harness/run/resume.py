@@ -32,15 +32,27 @@ class Done:
         return (impl.backend, impl.variant, impl.problem) in self.compiles
 
 
-def check(out: Path, gpus_here: list[dict]) -> None:
-    """Raise NothingToResume unless `out` holds a run that did not finish, made on GPUs of the kinds
-    this machine has (`gpus_here`: gpu.gpus()): one run's rows are compared as measured alike."""
+def selection(opts) -> dict:
+    """What a run measures (not how: --jobs, --timeout may change when it is resumed), as its
+    header keeps it."""
+    return {"problems": sorted(opts.problems), "backends": sorted(opts.backends), "kinds": list(opts.kinds),
+            "dtype": opts.dtype, "case_names": sorted(opts.case_names), "quick": opts.quick,
+            "custom_case": opts.custom.to_json() if opts.custom else None, "compile": opts.measure_compile}
+
+
+def check(out: Path, gpus_here: list[dict], wanted: dict) -> None:
+    """Raise NothingToResume unless `out` holds a run that did not finish, of the same selection
+    (`wanted`: selection() of this command's options) and made on GPUs of the kinds this machine
+    has (`gpus_here`: gpu.gpus()): one run's rows are compared as measured alike."""
     path = out / "results.jsonl"
     if not path.is_file():
         raise NothingToResume(f"--resume: no run to go on with in {out} (no results.jsonl)")
     doc = records.merge(records.read_jsonl(path))
     if doc["run"]["complete"]:
         raise NothingToResume(f"--resume: the run in {out} is complete; give another --out for a new one")
+    if doc["run"].get("selection", wanted) != wanted:
+        raise NothingToResume(f"--resume: the run in {out} was `ways {' '.join(doc['run']['argv'])}`; "
+                              "resume it with the same selection (problems, backends, cases, --quick, --no-compile)")
     then = sorted(g.get("name") or "" for g in doc["environment"].get("gpus") or [])
     now = sorted(g.get("name") or "" for g in gpus_here)
     if then != now:

@@ -65,6 +65,7 @@ class Run:
             writer.write({"type": "resumed" if self.opts.resume else "run", "environment": env.collect(), "run": {
                 "id": uuid.uuid4().hex[:12], "started": _iso(started), "argv": sys.argv[1:],
                 "kinds": list(self.opts.kinds), "quick": self.opts.quick, "gpu_lane": self.lane,
+                "selection": resume.selection(self.opts),
                 "custom_case": self.opts.custom.to_json() if self.opts.custom else None}})
             ended = False
             load = cpu_load.CpuLoad(env.usable_core_ids())
