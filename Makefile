@@ -34,8 +34,7 @@ test: $(VENV)/.installed
 DEMO_JOBS ?= $(if $(HAS_GPU),6,1)
 
 demo: $(VENV)/.installed
-	WAYS_TILELANG_SITE=$(TILELANG_SITE) $(VENV)/bin/ways run --quick --jobs $(DEMO_JOBS) --out reports/latest
-	$(VENV)/bin/ways report reports/latest/results.json --html
+	WAYS_TILELANG_SITE=$(TILELANG_SITE) $(VENV)/bin/ways run --quick --jobs $(DEMO_JOBS) --out reports/latest --html
 
 clean:
 	rm -rf $(VENV) reports/latest .pytest_cache .benchmarks

@@ -178,6 +178,8 @@ def cmd_run(args) -> int:
     signal.signal(signal.SIGTERM, _interrupt)     # a killed run ends like Ctrl-C: its results written
     if args.ray or args.gpus:
         return _run_spread(args, opts, out)
+    if args.html:
+        _warm_up_figures()
     run = Run(opts, RichProgress())
     try:
         doc = run.execute()
@@ -187,7 +189,23 @@ def cmd_run(args) -> int:
     if run.set_aside:
         print(f"the previous results in {out} were moved to {run.set_aside}")
     print(f"results: {out / 'results.json'}, {out / 'summary.csv'}")
+    if args.html:
+        write_report(doc, out, html=True, echo=False)
     return 0
+
+
+def _warm_up_figures() -> None:
+    """`ways run --html`: import matplotlib (and build its font cache, on a fresh machine) while the
+    run works, in a thread of this mostly waiting process, so the page follows the run sooner."""
+    import threading
+
+    def warm():
+        try:
+            from harness.report import figures
+            figures._plt()
+        except ImportError:
+            pass            # write_report says what is missing
+    threading.Thread(target=warm, daemon=True).start()
 
 
 def _run_spread(args, opts, out: Path) -> int:
@@ -211,6 +229,8 @@ def _run_spread(args, opts, out: Path) -> int:
         progress.stop()
     print_summary(doc)
     print(f"results: {out / 'results.json'} (merged from {out / 'lanes'}), {out / 'summary.csv'}")
+    if args.html:
+        write_report(doc, out, html=True, echo=False)
     return 0
 
 
@@ -227,7 +247,6 @@ def _load_all(paths: list[str]) -> list[dict]:
 
 
 def cmd_report(args) -> int:
-    from harness.report import markdown
     from harness.results import merge
     docs = _load_all(args.results)
     doc = merge.merge(docs, args.results)
@@ -237,37 +256,47 @@ def cmd_report(args) -> int:
         except (OSError, ValueError) as exc:
             raise UsageError(f"--footprint {args.footprint}: {exc}") from None
     out = writable_dir(args.out) if args.out else Path(args.results[0]).parent
+    written = []
     if len(docs) > 1:
         (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
+        written.append(out / "results.json")
+    write_report(doc, out, args.html, args.slides, written)
+    return 0
+
+
+def write_report(doc: dict, out: Path, html: bool, slides: bool = False, written: list[Path] | None = None,
+                 echo: bool = True) -> None:
+    """report.md (printed too where `echo`), figures/, and with `html` index.html, into `out`."""
+    from harness.report import markdown
     text = markdown.markdown(doc)
     (out / "report.md").write_text(text + "\n")
-    print(text)
-    written = [out / "report.md"] + ([out / "results.json"] if len(docs) > 1 else [])
+    if echo:
+        print(text)
+    written = [out / "report.md", *(written or [])]
     try:
         from harness.report import figures
         paths = figures.write_all(doc, out / "figures")
     except ImportError as exc:
-        if args.html:
+        if html:
             raise UsageError(f"--html needs matplotlib and pygments (pip install '.[report]'): {exc}") from None
         print(f"\nfigures not written: {exc} (pip install '.[report]')")
         paths = []
     written += paths
-    if args.slides:
-        from harness.report import slides
-        written += slides.write(doc, out / "slides")
-    if args.html:
+    if slides:
+        from harness.report import slides as slides_mod
+        written += slides_mod.write(doc, out / "slides")
+    if html:
         from harness.report import page
         try:
-            html = page.render(doc, paths)
+            text_html = page.render(doc, paths)
         except ImportError as exc:
             raise UsageError(f"--html needs pygments (pip install '.[report]'): {exc}") from None
-        (out / "index.html").write_text(html)
+        (out / "index.html").write_text(text_html)
         written.append(out / "index.html")
     more = f" and {len(written) - 4} more" if len(written) > 4 else ""
     print(f"\nwritten: {', '.join(str(p) for p in written[:4])}{more}")
-    if args.html:
+    if html:
         print(f"page: {(out / 'index.html').resolve()} (self-contained: open it in a browser)")
-    return 0
 
 
 def cmd_compare(args) -> int:
@@ -312,6 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quick", action="store_true",
                      help="a demo's selection: each problem's quick cases (a test case and the headline bench "
                           "case), first build instead of compile processes; its rows are marked quick")
+    run.add_argument("--html", action="store_true",
+                     help="then write the report, figures and page into --out, as `ways report --html` would")
     run.add_argument("--resume", action="store_true",
                      help="go on with the interrupted run in --out (give the same selection): what it has not "
                           "done yet (failed rows again), appended to its results")

@@ -162,8 +162,10 @@ def test_quick_runs_each_problems_quick_cases_and_marks_its_rows(tmp_path):
         ("gemm", "129x257x65-bfloat16"), ("gemm", "8192x8192x8192-bfloat16"),
         ("segreduce", "37x4097-float32"), ("segreduce", "8192x32768-float32")}
     out = tmp_path / "out"
-    r = ways("run", "-b", "array_api[numpy]", "-p", "segreduce", "--quick", "--cases", "test", "--out", str(out))
+    r = ways("run", "-b", "array_api[numpy]", "-p", "segreduce", "--quick", "--cases", "test", "--out", str(out),
+             "--html")
     assert r.returncode == 0, r.stderr
+    assert (out / "index.html").is_file() and (out / "report.md").is_file() and "page: " in r.stdout   # one command
     doc = json.loads((out / "results.json").read_text())
     assert doc["run"]["quick"] is True
     assert [(x["case"], x["status"], x["quick"], x["compile"]) for x in doc["records"]] == \

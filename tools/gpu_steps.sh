@@ -83,8 +83,7 @@ for step in "$@"; do
     demo)             # issue 21: what `make demo` runs on a GPU (--quick, 6 jobs), then its page
       t1=$SECONDS
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
-        run_ways --quick --jobs "${JOBS:-6}" ${GPUS:+--gpus $GPUS} --out "$OUT/$step/run"
-      python -m harness report "$OUT/$step/run/results.json" --html
+        run_ways --quick --jobs "${JOBS:-6}" ${GPUS:+--gpus $GPUS} --out "$OUT/$step/run" --html
       echo "demo (run + page): $((SECONDS - t1)) s" | tee "$OUT/$step/demo-time.txt" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
