@@ -5,6 +5,7 @@ A timer waits until every sharer has let go; the sharer that let go last is the 
 behind, and the whole wait is put on it (or on "another timer" where the GPU was being timed)."""
 from __future__ import annotations
 
+import bisect
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -32,12 +33,15 @@ def summarize(holds: list[dict]) -> dict | None:
     timing = [h for h in holds if h["mode"] == "exclusive"]
     shared = [h for h in holds if h["mode"] == "shared"]
     behind: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0])
+    by_release = sorted(holds, key=lambda h: h["released"])
+    releases = [h["released"] for h in by_release]
     for t in timing:
         waited = t["got"] - t["asked"]
         if waited <= 0.01:
             continue
-        before = [h for h in holds if h is not t and h["got"] < t["got"] and h["released"] <= t["got"] + 0.01]
-        last = max(before, key=lambda h: h["released"], default=None)
+        # the hold released last before the timer got the GPU (a full run has tens of thousands)
+        k = bisect.bisect_right(releases, t["got"] + 0.01)
+        last = next((h for h in reversed(by_release[:k]) if h is not t and h["got"] < t["got"]), None)
         if last is None or last["released"] < t["asked"]:
             key = ("(nothing traced)", "")
         elif last["mode"] == "exclusive":
