@@ -1,6 +1,7 @@
 #!/bin/bash
 # The GPU node's offline bundles, packed into ignored folders with ../shared/gpu-bundle/pack.sh in parts of
-# 48 MiB (with the ~13 MB tree, one part fits a call's 64 MiB). Minutes of CPU (xz -9): start it early.
+# 32 MiB (with the ~16 MiB tree, one part fits a call's 64 MiB; 48 MiB parts stopped fitting).
+# Minutes of CPU (xz -9): start it early.
 #
 #   bash tools/gpu_bundles.sh [lab | lab-lite | cutile | tilelang ...]     (default: lab cutile tilelang)
 #
@@ -11,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pack=${PACK_SH:-../shared/gpu-bundle/pack.sh}
-export PART_MIB=${PART_MIB:-48}
+export PART_MIB=${PART_MIB:-32}
 pins() { sed 's/#.*//' "$1" | awk 'NF'; }
 [ $# -gt 0 ] || set -- lab cutile tilelang
 for what in "$@"; do case $what in
