@@ -20,6 +20,15 @@ with_cutile() { PYTHONPATH=$CUTILE_SITE:$PYTHONPATH PATH=$CUTILE_SITE/nvidia/cu1
 run_ways() { ${CPUS:+taskset -c $CPUS} timeout --signal=INT --kill-after=45 "${STEP_TIMEOUT:-540}" \
   python -m harness run "$@"; }
 
+# where a run's time went (also for a run its step limit stopped, which prints no summary)
+run_profile() { python -c 'import json, sys
+from harness.measure import cpu_load, lock_holds
+run = json.load(open(sys.argv[1]))["run"]
+print("run:", "complete" if run["complete"] else "stopped", run.get("duration_s"), "s;",
+      ", ".join(f"{k} {v:.0f}" for k, v in list((run.get("worker_phases") or {}).items())[:6]))
+print("\n".join(([cpu_load.line(run["cpu_load"])] if run.get("cpu_load") else [])
+                + (lock_holds.lines(run["gpu_lock"]) if run.get("gpu_lock") else [])))' "$1" || true; }
+
 final=$OUT; OUT=$WORK
 for step in "$@"; do
   mkdir -p "$OUT/$step"; gpu_state "$step"; t0=$SECONDS
@@ -71,7 +80,8 @@ for step in "$@"; do
     full-jobs)        # issue 21: the full default run, --jobs at a time (every bundle unpacked first); GPUS=0,: that
                       # GPU; RESUME=1: go on with the run an earlier call left in $WORK (the node keeps /tmp while warm)
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
-        run_ways --jobs "${JOBS:-8}" ${GPUS:+--gpus $GPUS} ${RESUME:+--resume} --out "$OUT/$step/run" ;;
+        run_ways --jobs "${JOBS:-8}" ${GPUS:+--gpus $GPUS} ${RESUME:+--resume} --out "$OUT/$step/run"
+      run_profile "$OUT/$step/run/results.json" ;;
     lanes-full)       # issue 22: the full default run on every GPU of the node, a lane each, --jobs per lane
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
         run_ways --gpus all --jobs "${JOBS:-8}" --out "$OUT/$step/run" ;;
@@ -84,6 +94,7 @@ for step in "$@"; do
       t1=$SECONDS
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
         run_ways --quick --jobs "${JOBS:-6}" ${GPUS:+--gpus $GPUS} --out "$OUT/$step/run" --html
+      run_profile "$OUT/$step/run/results.json"
       echo "demo (run + page): $((SECONDS - t1)) s" | tee "$OUT/$step/demo-time.txt" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
