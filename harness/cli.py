@@ -202,7 +202,7 @@ def _warm_up_figures() -> None:
     def warm():
         try:
             from harness.report import figures
-            figures._plt()
+            figures.warm_up()
         except ImportError:
             pass            # write_report says what is missing
     threading.Thread(target=warm, daemon=True).start()

@@ -28,6 +28,11 @@ def _plt():
     return plt
 
 
+def warm_up() -> None:
+    """Import matplotlib (on a fresh machine it builds its font cache then) before the figures are due."""
+    _plt()
+
+
 def _save(fig, out: Path, name: str) -> list[Path]:
     paths = [out / f"{name}.png", out / f"{name}.svg"]
     for p in paths:

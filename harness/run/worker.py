@@ -173,7 +173,7 @@ class Worker:
 
 
 def _impl(args) -> str:
-    return f"{args.backend}[{args.variant}]" if args.variant else args.backend
+    return backends.get(args.backend).label(args.variant)
 
 
 def run_items(args) -> int:
