@@ -126,18 +126,13 @@ def test_two_runs_at_once_into_one_out_are_refused(tmp_path):
     assert not (out / "results.jsonl").exists()
 
 
-def test_an_interrupted_run_leaves_valid_results_and_no_worker(tmp_path, bad_backends):
-    """Ctrl-C while a worker hangs: exit 130, results.json written (complete: false, what was
-    measured in it), the hanging worker killed with its parent."""
+def _interrupted_while_broken_hangs(args: list[str], out) -> tuple[subprocess.Popen, str]:
+    """`ways run ARGS` (with the deliberately hanging `broken` backend's segreduce), Ctrl-C once its
+    worker is inside its endless call; the process and its stderr."""
     import signal
     import time
-
-    from harness.results import records
-    out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "-b", "array_api[numpy]", "-b", "broken",
-                             "-p", "segreduce", "--cases", "test", "--no-compile", "--timeout", "120",
-                             "--out", str(out)], cwd=ROOT, env={**os.environ}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", *args], cwd=ROOT, env={**os.environ},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     log = out / "logs" / "broken[numpy].segreduce.log"
     deadline = time.monotonic() + 120
     while not log.exists() and time.monotonic() < deadline:
@@ -145,6 +140,18 @@ def test_an_interrupted_run_leaves_valid_results_and_no_worker(tmp_path, bad_bac
     time.sleep(3)                              # the broken worker is now inside its endless call
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
+    return proc, err
+
+
+def test_an_interrupted_run_leaves_valid_results_and_no_worker(tmp_path, bad_backends):
+    """Ctrl-C while a worker hangs: exit 130, results.json written (complete: false, what was
+    measured in it), the hanging worker killed with its parent."""
+
+    from harness.results import records
+    out = tmp_path / "out"
+    proc, err = _interrupted_while_broken_hangs(["-b", "array_api[numpy]", "-b", "broken", "-p", "segreduce",
+                                                 "--cases", "test", "--no-compile", "--timeout", "120",
+                                                 "--out", str(out)], out)
     assert proc.returncode == 130 and "interrupted" in err, err
     doc = json.loads((out / "results.json").read_text())
     records.validate(doc)
@@ -268,22 +275,12 @@ def test_an_interrupted_run_goes_on_with_resume(tmp_path, bad_backends):
     """Ctrl-C, then `--resume` into the same folder: the rows measured before are kept (not run
     again), the rest and the failed ones are run, the test outputs of the first part are kept for the
     cross-check, and the document is complete with both parts' times added up."""
-    import signal
-    import time
 
     from harness.results import records
     out = tmp_path / "out"
     sel = ["-b", "array_api[numpy]", "-b", "broken", "-p", "segreduce", "--cases", "test", "--no-compile",
            "--out", str(out)]
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", *sel, "--timeout", "120"], cwd=ROOT,
-                            env={**os.environ}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    log = out / "logs" / "broken[numpy].segreduce.log"
-    deadline = time.monotonic() + 120
-    while not log.exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    time.sleep(3)                              # the broken worker is now inside its endless call
-    proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=60)
+    _interrupted_while_broken_hangs([*sel, "--timeout", "120"], out)
     first = json.loads((out / "results.json").read_text())
     kept = {records.record_key(r): r for r in first["records"] if r["status"] != "failed"}
     assert not first["run"]["complete"] and any(k[0] == "array_api" for k in kept)

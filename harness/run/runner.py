@@ -80,8 +80,9 @@ class Run:
                 holds = lock_holds.summarize(lock_holds.read(scratch / ("gpu.lock" + gpu_lock.HOLDS_SUFFIX)))
                 if holds:
                     writer.write({"type": "gpu_lock", "gpu_lock": holds})
-                if load.summary():
-                    writer.write({"type": "cpu_load", "cpu_load": load.summary()})
+                busy = load.summary()
+                if busy:
+                    writer.write({"type": "cpu_load", "cpu_load": busy})
                 finished = time.time()
                 # an interrupted run's profile too ("stopped": complete stays false)
                 writer.write({"type": "end" if ended else "stopped", "run": {
