@@ -150,8 +150,8 @@ def cmd_run(args) -> int:
         raise UsageError(f"--jobs {args.jobs} must be at least 1")
     if args.quick and (args.shape or args.case):
         raise UsageError("--quick picks its own cases: leave out --shape and --case")
-    if args.resume and (args.gpus or args.ray):
-        raise UsageError("--resume goes on with a run on one GPU; --gpus and --ray runs start afresh")
+    if args.resume and args.ray:
+        raise UsageError("--resume goes on with a run on this machine's GPUs; --ray runs start afresh")
     case = custom_case(args)
     names = tuple(args.case or ())
     if names:
@@ -168,13 +168,8 @@ def cmd_run(args) -> int:
                    dtype=dtype_of(args.dtype).name if args.dtype and case is None else None,
                    case_names=names, quick=args.quick, compile_jobs=args.compile_jobs, jobs=args.jobs,
                    resume=args.resume)
-    if args.resume:
-        from harness.measure import gpu
-        from harness.run import resume
-        try:
-            resume.check(out, list(gpu.gpus()), resume.selection(opts))
-        except resume.NothingToResume as exc:
-            raise UsageError(str(exc)) from None
+    if args.resume and not args.gpus:       # a --gpus run's lanes are checked once they are known
+        _check_resume(out, opts)
     signal.signal(signal.SIGTERM, _interrupt)     # a killed run ends like Ctrl-C: its results written
     if args.ray or args.gpus:
         return _run_spread(args, opts, out)
@@ -192,6 +187,19 @@ def cmd_run(args) -> int:
     if args.html:
         write_report(doc, out, html=True, echo=False)
     return 0
+
+
+def _check_resume(out: Path, opts, lanes: list[str] | None = None) -> None:
+    """--resume: is there a run in `out` to go on with, of this selection, on GPUs like these?"""
+    from harness.measure import gpu
+    from harness.run import resume
+    try:
+        if lanes is None:
+            resume.check(out, list(gpu.gpus()), resume.selection(opts))
+        else:
+            resume.check_lanes(out, lanes, list(gpu.gpus()), resume.selection(opts))
+    except resume.NothingToResume as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _warm_up_figures() -> None:
@@ -220,6 +228,8 @@ def _run_spread(args, opts, out: Path) -> int:
         which = lanes.parse(args.gpus) if args.gpus else None
     except lanes.LaneError as exc:
         raise UsageError(str(exc)) from None
+    if args.resume:
+        _check_resume(out, opts, which)
     progress = RichProgress()
     try:
         doc = cluster.run(opts, args.ray, progress) if args.ray else lanes.run(opts, which, progress)
@@ -344,8 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--html", action="store_true",
                      help="then write the report, figures and page into --out, as `ways report --html` would")
     run.add_argument("--resume", action="store_true",
-                     help="go on with the interrupted run in --out (give the same selection): what it has not "
-                          "done yet (failed rows again), appended to its results")
+                     help="go on with the interrupted run in --out (give the same selection, and its --gpus): what "
+                          "it has not done yet (failed rows again), appended to its results")
     run.set_defaults(fn=cmd_run)
     rep = sub.add_parser("report", help="Markdown summary, figures (and --html a page) of results.json files")
     rep.add_argument("results", nargs="+", help="one results.json, or several to merge (e.g. several GPUs)")

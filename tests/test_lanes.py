@@ -51,7 +51,7 @@ def test_bad_gpus(tmp_path, spec, msg):
     assert r.returncode == 2 and msg in r.stderr, r.stderr
 
 
-def test_an_interrupted_lanes_run_stops_every_lane_and_keeps_what_was_measured(tmp_path, bad_backends):
+def test_an_interrupted_lanes_run_stops_every_lane_keeps_what_was_measured_and_resumes(tmp_path, bad_backends):
     import os
     import signal
     import subprocess
@@ -60,9 +60,9 @@ def test_an_interrupted_lanes_run_stops_every_lane_and_keeps_what_was_measured(t
 
     from tests.conftest import ROOT
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "-b", "array_api[numpy]", "-b", "broken",
-                             "-p", "segreduce", "-p", "elementwise", "--cases", "test", "--no-compile",
-                             "--timeout", "120", "--gpus", "0,1", "--out", str(out)],
+    sel = ["-b", "array_api[numpy]", "-b", "broken", "-p", "segreduce", "-p", "elementwise", "--cases", "test",
+           "--no-compile", "--out", str(out)]
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", *sel, "--timeout", "120", "--gpus", "0,1"],
                             cwd=ROOT, env={**os.environ}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while not list(out.glob("lanes/*/logs/broken*.log")) and time.monotonic() < deadline:
@@ -80,6 +80,24 @@ def test_an_interrupted_lanes_run_stops_every_lane_and_keeps_what_was_measured(t
         assert (out / "lanes" / lane / "results.json").is_file()
     left = subprocess.run(["pgrep", "-f", "harness.run.worker run --backend broken"], capture_output=True, text=True)
     assert left.stdout.strip() == "", "a worker outlived the interrupted run"
+
+    # --resume: the same lanes go on with what neither measured (the hanging item now times out)
+    kept = {records.record_key(r) for r in doc["records"] if r["status"] != "failed"}
+    fewer = ways("run", *sel, "--gpus", "0,", "--resume")
+    assert fewer.returncode == 2 and "had lanes gpu0, gpu1" in fewer.stderr, fewer.stderr
+    r = ways("run", *sel, "--timeout", "5", "--gpus", "0,1", "--resume")
+    assert r.returncode == 0, r.stderr
+    done = json.loads((out / "results.json").read_text())
+    records.validate(done)
+    assert done["run"]["complete"] and not (out / "previous").exists()
+    measured = [records.record_key(x["record"]) for lane in ("gpu0", "gpu1")
+                for x in records.read_jsonl(out / "lanes" / lane / "results.jsonl") if x["type"] == "record"]
+    assert all(measured.count(k) == 1 for k in kept)                 # kept rows were not measured again
+    keys = [records.record_key(r) for r in done["records"]]
+    assert len(set(keys)) == len(keys) and set(keys) > {records.record_key(r) for r in doc["records"]}
+    assert all(r["status"] != "failed" or r["backend"] == "broken" for r in done["records"])
+    again = ways("run", *sel, "--gpus", "0,1", "--resume")
+    assert again.returncode == 2 and "is complete" in again.stderr, again.stderr
 
 
 def test_each_lane_gets_its_share_of_the_cores(monkeypatch, tmp_path):

@@ -82,9 +82,12 @@ for step in "$@"; do
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
         run_ways --jobs "${JOBS:-8}" ${GPUS:+--gpus $GPUS} ${RESUME:+--resume} --out "$OUT/$step/run"
       run_profile "$OUT/$step/run/results.json" ;;
-    lanes-full)       # issue 22: the full default run on every GPU of the node, a lane each, --jobs per lane
+    lanes-full)       # issue 22: the full default run on every GPU of the node, a lane each, --jobs per lane;
+                      # RESUME=1: the lanes go on with the run an earlier call left in $WORK
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
-        run_ways --gpus all --jobs "${JOBS:-8}" --out "$OUT/$step/run" ;;
+        run_ways --gpus all --jobs "${JOBS:-8}" ${RESUME:+--resume} --out "$OUT/$step/run"
+      run_profile "$OUT/$step/run/results.json"
+      for lane in "$OUT/$step"/run/lanes/gpu*; do echo "${lane##*/}:"; run_profile "$lane/results.json"; done ;;
     profile)          # issue 21: the host side of a bench case piece by piece, then where a short run's time goes
       timeout 60 python -m tools.host_side_probe --out "$OUT/$step/host-elementwise.json"
       timeout 60 python -m tools.host_side_probe --problem gemm --case 8192x8192x8192-bfloat16 \

@@ -2,7 +2,8 @@
 to the least loaded; each lane is an ordinary run (runner.Run) whose processes see only its GPU
 (CUDA_VISIBLE_DEVICES), with its own copy and cuBLAS references measured on that GPU, into
 OUT/lanes/gpuN/; the lanes' results are merged into OUT/results.json, every record saying which
-GPU measured it."""
+GPU measured it. `--resume` deals what no lane has measured yet again, to the same lanes (a lane
+that finished early takes its share of what a slower one left)."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,7 +15,7 @@ from pathlib import Path
 import problems
 from harness.measure import gpu
 from harness.results import merge, records
-from harness.run import supervise
+from harness.run import resume, supervise
 from harness.measure.env import usable_cores
 from harness.run.runner import Job, Options, Run, exclusive, plan, timing_cores_for
 
@@ -46,10 +47,11 @@ def parse(spec: str) -> list[str]:
     return lanes
 
 
-def deal(jobs: list[Job], n: int) -> list[list[Job]]:
+def deal(jobs: list[Job], n: int, refs: list[Job] | None = None) -> list[list[Job]]:
     """Jobs to `n` lanes, heaviest first to the least loaded (test case 1, bench case BENCH_WEIGHT).
     A lane that times a problem's bench cases without its vendor rows (cuBLAS) gets their bench
-    cases too: % of peak compares with the reference measured on the same GPU."""
+    cases too: % of peak compares with the reference measured on the same GPU (`refs`: the jobs
+    they are taken from, `jobs` by default)."""
     weight = {id(j): sum(BENCH_WEIGHT if c.kind == "bench" else 1 for c in j.cases) for j in jobs}
     lanes: list[list[Job]] = [[] for _ in range(n)]
     load = [0] * n
@@ -57,7 +59,7 @@ def deal(jobs: list[Job], n: int) -> list[list[Job]]:
         k = load.index(min(load))
         lanes[k].append(j)
         load[k] += weight[id(j)]
-    refs = [j for j in jobs if j.impl.label in problems.get(j.impl.problem).vendor]
+    refs = [j for j in (jobs if refs is None else refs) if j.impl.label in problems.get(j.impl.problem).vendor]
     for lane in lanes:
         have = {(j.impl.problem, j.impl.label) for j in lane}
         benched = {j.impl.problem for j in lane if any(c.kind == "bench" for c in j.cases)}
@@ -83,11 +85,23 @@ def set_aside(out: Path) -> None:
 
 def run(opts: Options, lanes: list[str], progress) -> dict:
     """Every lane at once; the merged document, written to OUT (results.json, summary.csv)."""
-    parts = deal(plan(opts), len(lanes))
+    jobs = plan(opts)
     opts.out.mkdir(parents=True, exist_ok=True)
     with exclusive(opts.out):
-        set_aside(opts.out)
-        return _run(opts, lanes, parts, progress)
+        if not opts.resume:
+            set_aside(opts.out)
+            return _run(opts, lanes, deal(jobs, len(lanes)), progress)
+        # rows one lane measured are not measured again by another; each lane's own kept rows (its
+        # cuBLAS references too) are its Run's to skip
+        measured = [resume.measured(lane_out(opts.out, lane)) for lane in lanes]
+        anywhere = resume.Done(rows=set().union(*(d.rows for d in measured)),
+                               compiles=set().union(*(d.compiles for d in measured)))
+        left = [j for j in map(anywhere.left, jobs) if j.cases]
+        return _run(opts, lanes, deal(left, len(lanes), refs=jobs), progress, compiled=anywhere.compiles)
+
+
+def lane_out(out: Path, lane: str) -> Path:
+    return out / "lanes" / f"gpu{lane}"
 
 
 def write_merged(out: Path, docs: list[dict], names: list[str], **run_fields) -> dict:
@@ -100,12 +114,12 @@ def write_merged(out: Path, docs: list[dict], names: list[str], **run_fields) ->
     return doc
 
 
-def _run(opts: Options, lanes: list[str], parts: list[list[Job]], progress) -> dict:
-    outs = [opts.out / "lanes" / f"gpu{lane}" for lane in lanes]
+def _run(opts: Options, lanes: list[str], parts: list[list[Job]], progress, compiled: set = frozenset()) -> dict:
+    outs = [lane_out(opts.out, lane) for lane in lanes]
     cores = max(1, usable_cores() // len(lanes))      # each lane's compile-time processes share the cores
     kept = timing_cores_for(len(lanes))                # and each lane's timers keep one
-    runs = [Run(dataclasses.replace(opts, out=out), progress.lane(f"gpu{lane}"), jobs=part, lane=lane, cores=cores,
-                timing_cores=timing)
+    runs = [Run(dataclasses.replace(opts, out=out, resume=opts.resume and (out / "results.jsonl").is_file()),
+                progress.lane(f"gpu{lane}"), jobs=part, lane=lane, cores=cores, timing_cores=timing, compiled=compiled)
             for lane, part, out, timing in zip(lanes, parts, outs, kept, strict=True)]
     errors: list[BaseException] = []
     # Events, not Thread.join: a join that Ctrl-C interrupts can leave the thread looking finished

@@ -40,15 +40,16 @@ def selection(opts) -> dict:
             "custom_case": opts.custom.to_json() if opts.custom else None, "compile": opts.measure_compile}
 
 
-def check(out: Path, gpus_here: list[dict], wanted: dict) -> None:
-    """Raise NothingToResume unless `out` holds a run that did not finish, of the same selection
-    (`wanted`: selection() of this command's options) and made on GPUs of the kinds this machine
-    has (`gpus_here`: gpu.gpus()): one run's rows are compared as measured alike."""
+def check(out: Path, gpus_here: list[dict], wanted: dict, complete_ok: bool = False) -> bool:
+    """Raise NothingToResume unless `out` holds a run that did not finish (or, `complete_ok`, one that
+    did: a lane of check_lanes), of the same selection (`wanted`: selection() of this command's
+    options) and made on GPUs of the kinds this machine has (`gpus_here`: gpu.gpus()): one run's rows
+    are compared as measured alike. Whether that run is complete."""
     path = out / "results.jsonl"
     if not path.is_file():
         raise NothingToResume(f"--resume: no run to go on with in {out} (no results.jsonl)")
     doc = records.merge(records.read_jsonl(path))
-    if doc["run"]["complete"]:
+    if doc["run"]["complete"] and not complete_ok:
         raise NothingToResume(f"--resume: the run in {out} is complete; give another --out for a new one")
     if doc["run"].get("selection", wanted) != wanted:
         raise NothingToResume(f"--resume: the run in {out} was `ways {' '.join(doc['run']['argv'])}`; "
@@ -58,15 +59,37 @@ def check(out: Path, gpus_here: list[dict], wanted: dict) -> None:
     if then != now:
         raise NothingToResume(f"--resume: the run in {out} was made with GPUs {then or 'none'}, this machine has "
                               f"{now or 'none'}; give another --out for a new run")
+    return doc["run"]["complete"]
+
+
+def check_lanes(out: Path, lanes: list[str], gpus_here: list[dict], wanted: dict) -> None:
+    """check() for a `--gpus` run: its lanes (out/lanes/gpuN) are the GPUs named now or fewer, each
+    of the same selection and GPU kinds, and one at least did not finish."""
+    found = sorted(p.parent.name for p in (out / "lanes").glob("gpu*/results.jsonl"))
+    if not found:
+        raise NothingToResume(f"--resume: no --gpus run to go on with in {out} (no lanes/gpu*/results.jsonl)")
+    named = {f"gpu{lane}" for lane in lanes}
+    if not set(found) <= named:
+        raise NothingToResume(f"--resume: the run in {out} had lanes {', '.join(found)}; name those GPUs "
+                              f"(--gpus {','.join(n[3:] for n in found)}) to go on with it")
+    if all([check(out / "lanes" / name, gpus_here, wanted, complete_ok=True) for name in found]):
+        raise NothingToResume(f"--resume: the run in {out} is complete; give another --out for a new one")
 
 
 def done(out: Path, scratch: Path) -> Done:
     """What the run in `out` has done; its kept test outputs moved into `scratch` for the cross-check."""
-    lines = records.read_jsonl(out / "results.jsonl")
-    doc = records.merge(lines)
     kept = out / KEPT_OUTPUTS
     if kept.is_dir():
         shutil.move(str(kept), str(scratch / "outputs"))
+    return measured(out)
+
+
+def measured(out: Path) -> Done:
+    """What the run in `out` has done (nothing, where it has no results.jsonl)."""
+    if not (out / "results.jsonl").is_file():
+        return Done()
+    lines = records.read_jsonl(out / "results.jsonl")
+    doc = records.merge(lines)
     return Done(rows={records.record_key(r) for r in doc["records"] if r["status"] != "failed"},
                 compiles={(x["backend"], x["variant"], x["problem"]) for x in lines
                           if x["type"] == "compile" and not x["compile"].get("error")})

@@ -27,11 +27,12 @@ from problems.base import Case
 
 class Run:
     def __init__(self, opts: Options, progress=None, jobs: list[Job] | None = None, lane: str | None = None,
-                 cores: int | None = None, timing_cores: tuple[str, str] | None = None):
+                 cores: int | None = None, timing_cores: tuple[str, str] | None = None, compiled: set = frozenset()):
         """`jobs` instead of the plan, and `lane`: the GPU (nvidia-smi index) every process of this
         run sees as its only one (CUDA_VISIBLE_DEVICES), for `ways run --gpus` (run/lanes.py), with
         `cores` its share of this machine's (for its compile-time processes) and `timing_cores`
-        (the cores every lane's timers keep, this lane's): see gpu_lock.py."""
+        (the cores every lane's timers keep, this lane's): see gpu_lock.py; `compiled`: the
+        implementations whose compile figures another lane of a resumed run measured."""
         self.opts = opts
         self.cores = cores or env.usable_cores()
         self.timing_cores = timing_cores or timing_cores_for(1)[0]
@@ -44,6 +45,7 @@ class Run:
         self.phases = Phases()                 # this process's, and the workers' they report
         self.worker_phases = Phases()
         self.done = resume.Done()              # --resume: what the run in --out has done already
+        self.compiled_elsewhere = set(compiled)
         self._lock = threading.Lock()          # --jobs: the workers' threads report through it
         self._beside: threading.Thread | None = None     # --jobs: the compile-time processes' thread
 
@@ -59,6 +61,7 @@ class Run:
                 self.done = resume.done(self.out, scratch)
             else:
                 self.set_aside = set_aside_previous(self.out)
+            self.done.compiles |= self.compiled_elsewhere
             (self.out / "logs").mkdir(exist_ok=True)
             started = time.time()
             writer = records.JsonlWriter(self.out / "results.jsonl", append=self.opts.resume)
