@@ -31,6 +31,8 @@ def test_lanes_run_side_by_side_and_merge(tmp_path):
     doc = json.loads((out / "results.json").read_text())
     records.validate(doc)
     assert doc["run"]["lanes"] == ["0", "1"]
+    parts = [json.loads((out / "lanes" / lane / "results.json").read_text())["run"] for lane in ("gpu0", "gpu1")]
+    assert doc["run"]["duration_s"] == max(p["duration_s"] for p in parts)
     assert {r["gpu"]["index"] for r in doc["records"]} == {0, 1}
     assert all(r["status"] in ("ok", "not_applicable") for r in doc["records"])
     for lane in ("gpu0", "gpu1"):

@@ -1,9 +1,10 @@
 #!/bin/bash
 # The GPU node's offline bundles, packed into ignored folders with ../shared/gpu-bundle/pack.sh in parts of
-# 32 MiB (with the ~16 MiB tree, one part fits a call's 64 MiB; 48 MiB parts stopped fitting).
-# Minutes of CPU (xz -9): start it early.
+# 24 MiB (a call carries 64 MiB with the tracked tree, ~35 MB with the committed reports; 48 MiB parts
+# stopped fitting at 16 MB, 32 MiB ones at 35). Minutes of CPU (xz -9): start it early.
 #
 #   bash tools/gpu_bundles.sh [lab | lab-lite | cutile | tilelang ...]     (default: lab cutile tilelang)
+#   bash tools/gpu_bundles.sh resplit DIR...       a packed bundle's parts cut again to PART_MIB (seconds, no repacking)
 #
 # lab       requirements/gpu-node.txt                 -> .gpu-bundle-lab/K       (unpack: bash .gpu-bundle-lab/K/unpack.sh)
 # lab-lite  the same without warp-lang and nvmath     -> .gpu-bundle-lab/K       (fewer parts, for steps that need neither)
@@ -12,9 +13,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pack=${PACK_SH:-../shared/gpu-bundle/pack.sh}
-export PART_MIB=${PART_MIB:-32}
+export PART_MIB=${PART_MIB:-24}
 pins() { sed 's/#.*//' "$1" | awk 'NF'; }
 [ $# -gt 0 ] || set -- lab cutile tilelang
+if [ "$1" = resplit ]; then
+  shift
+  for dir in "$@"; do
+    . "$dir/0/MANIFEST"; work=$(mktemp -d)
+    for k in $(seq 0 $((total - 1))); do cat "$dir/$k/part"; done > "$work/bundle"
+    split -b "${PART_MIB}M" -d -a 2 "$work/bundle" "$work/part."; rm "$work/bundle"
+    n=$(ls "$work"/part.* | wc -l); find "$dir" -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
+    k=0; for p in "$work"/part.*; do
+      mkdir -p "$dir/$k"; mv "$p" "$dir/$k/part"; cp "$(dirname "$pack")/unpack.sh" "$dir/$k/"
+      printf 'id=%s\nindex=%s\ntotal=%s\n' "$id" "$k" "$n" > "$dir/$k/MANIFEST"; k=$((k + 1))
+    done
+    rmdir "$work"; echo "gpu_bundles.sh: $dir: bundle $id in $n part(s) of at most $PART_MIB MiB"
+  done
+  exit 0
+fi
 for what in "$@"; do case $what in
   lab)      bash "$pack" .gpu-bundle-lab $(pins requirements/gpu-node.txt) ;;
   lab-lite) bash "$pack" .gpu-bundle-lab $(pins requirements/gpu-node.txt | grep -v -E '^(warp-lang|nvmath-python|nvidia-libmathdx)') ;;

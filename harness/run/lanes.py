@@ -147,8 +147,10 @@ def _run(opts: Options, lanes: list[str], parts: list[list[Job]], progress, comp
     written = [out / "results.json" for out in outs if (out / "results.json").is_file()]
     if not written:                  # no lane got as far as its results: say why, not "empty merge"
         raise errors[0] if errors else RuntimeError("no lane wrote results")
-    doc = write_merged(opts.out, [json.loads(p.read_text()) for p in written], [str(p) for p in written],
-                       lanes=lanes)
+    docs = [json.loads(p.read_text()) for p in written]
+    # the lanes ran side by side: the run took as long as its slowest lane (parts of a resumed one added)
+    doc = write_merged(opts.out, docs, [str(p) for p in written], lanes=lanes,
+                       duration_s=max(d["run"].get("duration_s") or 0 for d in docs))
     if errors:
         raise errors[0]
     return doc
