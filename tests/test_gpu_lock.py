@@ -266,3 +266,22 @@ def test_a_timer_behind_another_timer_is_not_put_on_a_sharer():
     s = lock_holds.summarize(holds)
     assert s["timers_waited_behind"] == [{"who": "another timer", "doing": "", "s": 1.0, "waits": 1}]
     assert s["timing_held_s"] == 3.0 and s["span_s"] == 3.0
+
+
+def test_a_hold_is_named_by_the_phase_that_took_most_of_it(tmp_path):
+    """A hold asked for as the CPU-only float64 references end (the GPU taken back for the upload and
+    the build after them) is the build's, not the references'."""
+    from harness.measure import gpu_lock, lock_holds
+    from harness.measure.phases import PHASES
+    lock = GpuLock(str(tmp_path / "gpu.lock"))
+    lock.label = "nvmath_device segreduce 8192x32768-float32"
+    with lock.shared():
+        with PHASES("inputs and float64 references"), lock.released():
+            time.sleep(0.05)
+        with PHASES("uploads"):
+            time.sleep(0.02)
+        with PHASES("builds"):
+            time.sleep(0.2)
+    holds = lock_holds.read(tmp_path / ("gpu.lock" + gpu_lock.HOLDS_SUFFIX))
+    assert len(holds) == 2          # before the references, and after them
+    assert (holds[1]["asked_in"], holds[1]["doing"]) == ("inputs and float64 references", "builds")

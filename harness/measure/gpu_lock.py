@@ -41,6 +41,7 @@ class GpuLock:
         self._timing_core: int | None = None
         self.label = ""                 # what this process works on (the worker sets it per item)
         self._hold_started: dict | None = None
+        self._phases_at_got: dict[str, float] = {}
 
     def keep_timing_cores_free(self) -> None:
         """At a worker's start: leave the run's timing cores (WAYS_TIMING_CORES) to timers; this
@@ -112,7 +113,8 @@ class GpuLock:
                 fcntl.flock(self._gpu, fcntl.LOCK_SH)
                 fcntl.flock(self._turn, fcntl.LOCK_UN)
         if new != NONE:
-            self._hold_started = {"pid": os.getpid(), "who": self.label, "doing": doing,
+            self._phases_at_got = PHASES.so_far()
+            self._hold_started = {"pid": os.getpid(), "who": self.label, "asked_in": doing,
                                   "mode": "exclusive" if new == EXCLUSIVE else "shared",
                                   "asked": round(asked, 4), "got": round(time.time(), 4)}
 
@@ -120,7 +122,11 @@ class GpuLock:
         """One line per hold, appended in one write (atomic beside the other workers' lines)."""
         if self._hold_started is None:
             return
-        line = json.dumps({**self._hold_started, "released": round(time.time(), 4)}) + "\n"
+        # what the hold was for: the phase that took most of it (the phase current when it was asked
+        # for is often the one just ending, e.g. the float64 references before an upload and a build)
+        held, since = self._hold_started, self._phases_at_got
+        line = json.dumps({**held, "doing": PHASES.busiest_since(since, leave_out=WAIT_PHASE),
+                           "released": round(time.time(), 4)}) + "\n"
         self._hold_started = None
         fd = os.open(self.path + HOLDS_SUFFIX, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:

@@ -1,5 +1,6 @@
 """What the timers waited behind: a summary of the GPU lock's holds (gpu_lock.py writes one line per
-hold: who, doing what, when it asked, got and released the GPU) for `ways run --jobs`.
+hold: who, doing what (the phase that took most of the hold; `asked_in`: the one it was asked for
+in), when it asked, got and released the GPU) for `ways run --jobs`.
 
 A timer waits until every sharer has let go; the sharer that let go last is the one it waited
 behind, and the whole wait is put on it (or on "another timer" where the GPU was being timed)."""

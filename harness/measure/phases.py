@@ -43,6 +43,21 @@ class Phases:
         """The innermost open phase ("" outside any)."""
         return self._stack[-1][0] if self._stack else ""
 
+    def so_far(self) -> dict[str, float]:
+        """The sums now, the innermost open phase's running time included."""
+        now = dict(self.seconds)
+        if self._stack:
+            name, started = self._stack[-1]
+            now[name] = now.get(name, 0.0) + time.perf_counter() - started
+        return now
+
+    def busiest_since(self, before: dict[str, float], leave_out: str = "") -> str:
+        """The phase that took the most time since `before` (a so_far()), `leave_out` aside."""
+        now = self.so_far()
+        spent = {k: v - before.get(k, 0.0) for k, v in now.items() if k != leave_out}
+        best = max(spent, key=spent.get, default="")
+        return best if best and spent[best] > 0 else self.current()
+
     def add(self, other: dict[str, float]) -> None:
         for name, seconds in other.items():
             self.seconds[name] += seconds
