@@ -219,6 +219,21 @@ def test_scorecard_takes_its_figures_from_the_records():
     assert "## Scorecard" in markdown.markdown(doc)
 
 
+def test_scorecard_of_two_gpus_has_a_row_per_implementation_and_peak_columns_per_gpu():
+    from harness.report import scorecard
+    a = merge.load(CUTE)
+    doc = merge.merge([a, scaled(a, 0.8, "cute_dsl", gpu="NVIDIA H200")], ["h100.json", "h200.json"])
+    rows = {r["implementation"]: r for r in scorecard.rows(doc)}
+    assert "cute_dsl" in rows and not any("@" in label for label in rows)
+    for (problem, tag) in {(r["problem"], r["source"]["tag"]) for r in doc["records"]}:
+        pcts = [r["timing"]["pct_of_peak"] for r in doc["records"] if r["backend"] == "cute_dsl" and not r["variant"]
+                and (r["problem"], r["source"]["tag"]) == (problem, tag)
+                and (r.get("timing") or {}).get("pct_of_peak") is not None]
+        assert rows["cute_dsl"]["per problem"].get(f"{problem} {tag}") == (max(pcts) if pcts else None)
+    header, _, _ = scorecard.table(doc)
+    assert "% peak gemm H100" in header and "% peak gemm H200" in header
+
+
 def test_slides_put_every_source_of_a_problem_on_one_16_9_figure(tmp_path):
     import struct
     pytest.importorskip("matplotlib", reason="figures need matplotlib (pip install '.[report]')")

@@ -53,12 +53,20 @@ def cuda_from_packages(resolved: list[dict]) -> str:
     return f"{major} ({next(n for v, n in sorted(found) if v == major)})"
 
 
+def peak_column(r: dict) -> str:
+    """The % of peak column a record counts in: its problem, and its GPU where a merged document
+    spans several ("gemm H200")."""
+    tag = (r.get("source") or {}).get("tag")
+    return f"{r['problem']} {tag}" if tag else r["problem"]
+
+
 def rows(doc: dict) -> list[dict]:
-    """One dict per implementation: the columns of table() ("per problem": % of peak by problem)."""
+    """One dict per implementation, over every GPU of the document: the columns of table() ("per
+    problem": best % of peak by peak_column(); times: the longest, or median, over problems and GPUs)."""
     import backends
     by_impl: dict[str, list[dict]] = defaultdict(list)
     for r in doc["records"]:
-        by_impl[impl_label(r)].append(r)
+        by_impl[impl_label({**r, "source": None})].append(r)
     out = []
     for label, recs in sorted(by_impl.items()):
         backend = backends.get(recs[0]["backend"])
@@ -66,7 +74,7 @@ def rows(doc: dict) -> list[dict]:
         for r in recs:
             pct = (r.get("timing") or {}).get("pct_of_peak")
             if pct is not None and not flag(r):
-                best[r["problem"]] = max(best.get(r["problem"], 0.0), pct)
+                best[peak_column(r)] = max(best.get(peak_column(r), 0.0), pct)
         compiles = [r["compile"] for r in recs if r.get("compile") and r["compile"].get("cold_s") is not None]
         launches = [r["timing"]["launch_us"] for r in recs if (r.get("timing") or {}).get("launch_us") is not None]
         loc = {r["problem"]: (r.get("loc") or {}).get("total") for r in recs if r.get("loc")}
@@ -100,8 +108,9 @@ def rows(doc: dict) -> list[dict]:
     return out
 
 
-NOTE = ("Per implementation: best % of peak (cold) per problem, the longest import (tool and device, in a fresh "
-        "process), cold / warm compile and first call over its problems, the median launch overhead, LOC summed "
+NOTE = ("Per implementation: best % of peak (cold) per problem (and per GPU, where the results span several), the "
+        "longest import (tool and device, in a fresh process), cold / warm compile and first call over its problems "
+        "(and GPUs' hosts), the median launch overhead, LOC summed "
         "over its problems, the dtypes whose cases passed, and what the backend declares; the licence is read from "
         "the packages installed where this report was made (blank: not installed there); install MB (download) "
         "and packages: pip's resolution of the backend's extra, installed MB: the same installed in a fresh "

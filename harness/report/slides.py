@@ -78,7 +78,8 @@ def write(doc: dict, out: Path) -> list[Path]:
         for ax, name in zip(axes.flat, names, strict=False):
             backend = backends.get(name)
             labels = [s for label, s in stats.items() if label == name or label.startswith(f"{name}[")]
-            pct = max((s["per problem"].get(problem) or 0 for s in labels), default=0) or None
+            pct = max((v for s in labels for k, v in s["per problem"].items()      # on any of the GPUs
+                       if k.split()[0] == problem), default=0) or None
             colds = [s["compile cold s"] for s in labels if s["compile cold s"] is not None]
             loc = next((r["loc"]["total"] for r in doc["records"]
                         if r["backend"] == name and r["problem"] == problem and r.get("loc")), None)
