@@ -124,3 +124,17 @@ def test_quick_runs_time_the_cold_mode_alone(monkeypatch):
     assert out["device_ms_cold"] == 1.0 and out["sustained"] is None and out["device_ms_sustained"] is None
     monkeypatch.delenv(timing.MODES_VAR)
     assert timing.sustained_wanted()
+
+
+def test_timing_cost_adds_up_each_part_of_the_method_from_the_records():
+    from harness.measure.timing import cost, cost_line
+    gemm = {"timing": {"device_ms_cold": 1.5, "device_ms_sustained": 2.0, "warmup_calls": 250, "host_samples": 100,
+                       "host_ms": 2.0, "cold": {"walltime_s": 3.0},
+                       "sustained": {"lead_s": 1.0, "calls": 300, "median_ms": 2.0}}}
+    throttled = {"timing": {"device_ms_cold": None, "device_ms_sustained": 1.0, "warmup_calls": 100,
+                            "cold": {"walltime_s": 16.5}, "sustained": {"lead_s": 1.0, "calls": 500, "median_ms": 1.0}}}
+    c = cost([gemm, throttled, {"timing": None, "status": "not_applicable"}])
+    assert c == {"rows": 2, "cold_s": 19.5, "sustained_s": 3.1, "warm_up_s": 0.6, "host_s": 0.2,
+                 "no_cold_sample": 1, "no_cold_sample_s": 16.5}
+    assert "23 s over 2 timed rows" in cost_line(c) and "1 row(s) sampled 16 s cold and kept no sample" in cost_line(c)
+    assert cost([{"timing": None}]) is None

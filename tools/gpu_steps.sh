@@ -22,8 +22,9 @@ run_ways() { ${CPUS:+taskset -c $CPUS} timeout --signal=INT --kill-after=45 "${S
 
 # where a run's time went (also for a run its step limit stopped, which prints no summary)
 run_profile() { python -c 'import json, sys
-from harness.measure import cpu_load, lock_holds
-run = json.load(open(sys.argv[1]))["run"]
+from harness.measure import cpu_load, lock_holds, timing
+doc = json.load(open(sys.argv[1])); run = doc["run"]
+if timing.cost(doc["records"]): print(timing.cost_line(timing.cost(doc["records"])))
 print("run:", "complete" if run["complete"] else "stopped", run.get("duration_s"), "s;",
       ", ".join(f"{k} {v:.0f}" for k, v in list((run.get("worker_phases") or {}).items())[:6]))
 print("\n".join(([cpu_load.line(run["cpu_load"])] if run.get("cpu_load") else [])

@@ -252,3 +252,36 @@ class SmClock:
         if self._nvml is None:
             return None
         return float(self._nvml.nvmlDeviceGetClockInfo(self._handle, self._nvml.NVML_CLOCK_SM))
+
+
+def cost(records: list[dict]) -> dict | None:
+    """About how long the timed rows held the GPU for each part of the method, from their records
+    (seconds): cold sampling (nvbench's wall time), the sustained mode (its lead and timed calls),
+    warm-up calls and host timing; and the rows nvbench stopped at its timeout with no cold sample
+    (all dropped as throttled), whose sampling bought nothing."""
+    timed = [r["timing"] for r in records if r.get("timing")]
+    if not timed:
+        return None
+    out = {"rows": len(timed), "cold_s": 0.0, "sustained_s": 0.0, "warm_up_s": 0.0, "host_s": 0.0,
+           "no_cold_sample": 0, "no_cold_sample_s": 0.0}
+    for t in timed:
+        cold, sus = t.get("cold") or {}, t.get("sustained") or {}
+        call_ms = t.get("device_ms_sustained") or t.get("device_ms_cold") or 0.0
+        out["cold_s"] += cold.get("walltime_s") or 0.0
+        out["sustained_s"] += (sus.get("lead_s") or 0.0) + (sus.get("calls") or 0) * (sus.get("median_ms") or 0.0) / 1e3
+        out["warm_up_s"] += (t.get("warmup_calls") or 0) * call_ms / 1e3
+        out["host_s"] += (t.get("host_samples") or 0) * (t.get("host_ms") or 0.0) / 1e3
+        if t.get("device_ms_cold") is None and cold.get("walltime_s"):
+            out["no_cold_sample"] += 1
+            out["no_cold_sample_s"] += cold["walltime_s"]
+    return {k: round(v, 1) if isinstance(v, float) else v for k, v in out.items()}
+
+
+def cost_line(c: dict) -> str:
+    total = c["cold_s"] + c["sustained_s"] + c["warm_up_s"] + c["host_s"]
+    line = (f"GPU timing, from the records: {total:.0f} s over {c['rows']} timed rows (cold {c['cold_s']:.0f}, "
+            f"sustained {c['sustained_s']:.0f}, warm-up {c['warm_up_s']:.0f}, host {c['host_s']:.0f})")
+    if c["no_cold_sample"]:
+        line += f"; {c['no_cold_sample']} row(s) sampled {c['no_cold_sample_s']:.0f} s cold and kept no sample"
+    return line
+

@@ -17,6 +17,10 @@ def _f(x, spec):
 def print_summary(doc: dict) -> None:
     console = Console(width=None if sys.stdout.isatty() else 160)
     print_phases(console, doc["run"])
+    from harness.measure.timing import cost, cost_line
+    spent = cost(doc["records"])
+    if spent:
+        console.print(cost_line(spent), highlight=False)
     timed = [r for r in doc["records"] if r.get("timing")]
     if timed:
         table = Table(title="timed (bench) cases: cold (L2 flushed, gaps) / sustained (back to back)")
