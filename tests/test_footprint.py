@@ -16,6 +16,7 @@ def test_footprint_of_the_cpu_extra_reaches_the_scorecard(tmp_path):
         pytest.skip(f"pip could not resolve the extra here: {exc}")
     names = {p["name"].lower() for p in measured["resolved"]}
     assert {"array-api-compat", "numpy"} <= names and "ways" not in names
+    assert all("licence" in p for p in measured["resolved"])           # what pip's report says (often blank)
     assert measured["packages"] == len(measured["resolved"])
     doc = json.loads((ROOT / "reports/h100/full_control/nvrtc/results.json").read_text())
     doc["footprint"] = {"extras": {"cpu": measured}}
@@ -57,3 +58,18 @@ def test_min_driver_cuda_is_read_from_the_extras_packages():
     rows = {r["implementation"]: r for r in scorecard.rows(doc)}
     assert rows["array_api[cupy]"]["min driver CUDA"] == "13 (cupy-cuda13x)"
     assert rows["warp_tiles"]["min driver CUDA"].endswith("(declared)")       # warp-lang's name says no CUDA
+
+
+def test_a_licence_not_installed_here_is_read_from_the_extras_resolution():
+    resolved = [{"name": "Some_Tool", "version": "1.0", "licence": "Apache-2.0"}]
+    assert scorecard.licence("some-tool", resolved) == "Apache-2.0"
+    assert scorecard.licence("some-tool") == ""
+    assert scorecard.licence_text(None, "x" * 200, ["License :: OSI Approved :: MIT License"]) == "MIT License"
+
+
+def test_installed_licences_are_read_from_the_environments_metadata():
+    import sys
+
+    from tools import footprint
+    found = footprint.installed_licences(sys.executable)       # this environment: pytest is installed in it
+    assert found.get("pytest") == "MIT" or "MIT" in found.get("pytest", "")

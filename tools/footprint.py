@@ -18,6 +18,8 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
+from harness.report.scorecard import norm_name, licence_text
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -32,7 +34,9 @@ def resolve(python: Path, extra: str, report: Path) -> list[dict]:
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--dry-run", "--ignore-installed", "--report",
                     str(report), target], check=True, capture_output=True, text=True)
     items = json.loads(report.read_text())["install"]
-    return [{"name": i["metadata"]["name"], "version": i["metadata"]["version"], "url": i["download_info"]["url"]}
+    return [{"name": i["metadata"]["name"], "version": i["metadata"]["version"], "url": i["download_info"]["url"],
+             "licence": licence_text(i["metadata"].get("license_expression"), i["metadata"].get("license"),
+                                     i["metadata"].get("classifier") or [])}
             for i in items if i["metadata"]["name"] != "ways"]
 
 
@@ -68,7 +72,19 @@ def footprint(extra: str, install: bool) -> dict:
             subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps",
                             *[f"{p['name']}=={p['version']}" for p in packages]], check=True)
             out["installed_bytes"] = tree_bytes(site) - before
+            found = installed_licences(python)
+            for p in packages:          # pip's report leaves out most licence fields: the installed metadata has them
+                p["licence"] = found.get(norm_name(p["name"])) or p["licence"]
         return out
+
+
+def installed_licences(python: Path) -> dict[str, str]:
+    """Each distribution installed in the environment of `python`: its licence, from its metadata."""
+    script = ("import importlib.metadata as m, json; print(json.dumps({d.metadata['Name']: [d.metadata.get("
+              "'License-Expression'), d.metadata.get('License'), d.metadata.get_all('Classifier') or []] "
+              "for d in m.distributions()}))")
+    found = json.loads(subprocess.run([str(python), "-c", script], check=True, capture_output=True, text=True).stdout)
+    return {norm_name(name): licence_text(*fields) for name, fields in found.items()}
 
 
 def extras_of_backends() -> list[str]:

@@ -15,17 +15,28 @@ from collections import defaultdict
 from harness.results.records import flag, impl_label
 
 
-def licence(distribution: str) -> str:
-    """The licence an installed distribution declares ("" where it is not installed here)."""
+def licence(distribution: str, resolved: list[dict] = ()) -> str:
+    """The licence a distribution declares: installed here, else as pip's resolution of its extra
+    read it (tools/footprint.py, `resolved`); "" where neither has it."""
     try:
         meta = importlib.metadata.metadata(distribution)
     except importlib.metadata.PackageNotFoundError:
-        return ""
-    text = meta.get("License-Expression") or meta.get("License") or ""
+        found = next((p for p in resolved if norm_name(p["name"]) == norm_name(distribution)), None)
+        return (found or {}).get("licence") or ""
+    return licence_text(meta.get("License-Expression"), meta.get("License"), meta.get_all("Classifier") or [])
+
+
+def licence_text(expression: str | None, text: str | None, classifiers: list[str]) -> str:
+    """A distribution's licence from its core metadata's fields."""
+    text = expression or text or ""
     if not text or len(text) > 40:       # a whole licence text pasted into the field: its classifier instead
-        text = next((c.split(" :: ")[-1] for c in meta.get_all("Classifier") or [] if c.startswith("License ::")),
-                    text[:40])
+        text = next((c.split(" :: ")[-1] for c in classifiers if c.startswith("License ::")), text[:40])
     return text
+
+
+def norm_name(name: str) -> str:
+    """A distribution name as pip compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 # a wheel built for one CUDA major says so in its name (cupy-cuda13x, nvidia-libmathdx-cu13,
@@ -103,22 +114,22 @@ def rows(doc: dict) -> list[dict]:
             # from the extra's packages where pip's resolution names a CUDA release, else what the backend declares
             "min driver CUDA": cuda_from_packages(fp.get("resolved") or [])
             or ".".join(map(str, backend.min_driver_cuda)) + " (declared)",
-            "licence": licence(backend.distributions[0]) if backend.distributions else "",
+            "licence": licence(backend.distributions[0], fp.get("resolved") or []) if backend.distributions else "",
         })
     return out
 
 
 NOTE = ("Per implementation: best % of peak (cold) per problem (and per GPU, where the results span several), the "
         "longest import (tool and device, in a fresh process), cold / warm compile and first call over its problems "
-        "(and GPUs' hosts), the median launch overhead, LOC summed "
-        "over its problems, the dtypes whose cases passed, and what the backend declares; the licence is read from "
-        "the packages installed where this report was made (blank: not installed there); install MB (download) "
-        "and packages: pip's resolution of the backend's extra, installed MB: the same installed in a fresh "
-        "environment and measured on disk (tools/footprint.py, given with --footprint; they include the lab's "
-        "own few dependencies; blank: not measured); not applicable: the reasons its cases gave (the dtypes and "
-        "shapes it does not take); min driver CUDA: the newest CUDA major among the extra's resolved packages "
-        "(named by the package that says so; \"(declared)\": no package names one, or no resolution recorded: the "
-        "backend's own figure); min cc: what the backend declares (no package metadata gives it).")
+        "(and GPUs' hosts), the median launch overhead, LOC summed over its problems, the dtypes whose cases passed, "
+        "and what the backend declares; the licence is read from the packages installed where this report was made, "
+        "else from its extra's footprint (blank: neither); install MB (download) and packages: pip's resolution of "
+        "the backend's extra, installed MB: the same installed in a fresh environment and measured on disk "
+        "(tools/footprint.py, given with --footprint; they include the lab's own few dependencies; blank: not "
+        "measured); not applicable: the reasons its cases gave (the dtypes and shapes it does not take); min driver "
+        "CUDA: the newest CUDA major among the extra's resolved packages (named by the package that says so; "
+        "\"(declared)\": no package names one, or no resolution recorded: the backend's own figure); min cc: what "
+        "the backend declares (no package metadata gives it).")
 TEXT_COLUMNS = ("dtypes", "ahead of time", "min cc", "min driver", "licence", "not applicable")
 
 
