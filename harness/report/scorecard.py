@@ -26,11 +26,19 @@ def licence(distribution: str, resolved: list[dict] = ()) -> str:
     return licence_text(meta.get("License-Expression"), meta.get("License"), meta.get_all("Classifier") or [])
 
 
+# the opening words of the licence texts a License field holds whole, where no classifier names it
+LICENCE_TEXTS = (("Redistribution and use in source and binary forms", "BSD (text)"),
+                 ("Permission is hereby granted, free of charge", "MIT (text)"),
+                 ("Apache License", "Apache-2.0 (text)"))
+
+
 def licence_text(expression: str | None, text: str | None, classifiers: list[str]) -> str:
     """A distribution's licence from its core metadata's fields."""
     text = expression or text or ""
     if not text or len(text) > 40:       # a whole licence text pasted into the field: its classifier instead
-        text = next((c.split(" :: ")[-1] for c in classifiers if c.startswith("License ::")), text[:40])
+        named = next((c.split(" :: ")[-1] for c in classifiers if c.startswith("License ::")), None)
+        flat = " ".join(text.split())
+        text = named or next((name for words, name in LICENCE_TEXTS if words in flat), text[:40])
     return text
 
 
