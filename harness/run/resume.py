@@ -72,7 +72,8 @@ def check_lanes(out: Path, lanes: list[str], gpus_here: list[dict], wanted: dict
     if not set(found) <= named:
         raise NothingToResume(f"--resume: the run in {out} had lanes {', '.join(found)}; name those GPUs "
                               f"(--gpus {','.join(n[3:] for n in found)}) to go on with it")
-    if all([check(out / "lanes" / name, gpus_here, wanted, complete_ok=True) for name in found]):
+    complete = [check(out / "lanes" / name, gpus_here, wanted, complete_ok=True) for name in found]  # each lane checked
+    if all(complete):
         raise NothingToResume(f"--resume: the run in {out} is complete; give another --out for a new one")
 
 
