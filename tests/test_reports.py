@@ -232,6 +232,10 @@ def test_scorecard_of_two_gpus_has_a_row_per_implementation_and_peak_columns_per
         assert rows["cute_dsl"]["per problem"].get(f"{problem} {tag}") == (max(pcts) if pcts else None)
     header, _, _ = scorecard.table(doc)
     assert "% peak gemm H100" in header and "% peak gemm H200" in header
+    from harness.report import slides
+    best = max(v for label, row in rows.items() if label.split("[")[0] == "cute_dsl"      # over its variants
+               for k, v in row["per problem"].items() if k.startswith("gemm "))
+    assert f"{best:.1f}% of peak" in slides.caption(doc, rows, "cute_dsl", "gemm")     # the slides' caption too
 
 
 def test_slides_put_every_source_of_a_problem_on_one_16_9_figure(tmp_path):

@@ -56,6 +56,18 @@ def _rect(xy, w, h, colour):
     return Rectangle(xy, w, h, facecolor=colour, edgecolor="none")
 
 
+def caption(doc: dict, stats: dict, name: str, problem: str) -> str:
+    """Under a backend's source: its LOC, fastest cold compile and best % of peak (on any GPU of the
+    document) over its variants; `stats`: the scorecard's rows by implementation."""
+    labels = [s for label, s in stats.items() if label == name or label.startswith(f"{name}[")]
+    pct = max((v for s in labels for k, v in s["per problem"].items() if k.split()[0] == problem), default=0) or None
+    colds = [s["compile cold s"] for s in labels if s["compile cold s"] is not None]
+    loc = next((r["loc"]["total"] for r in doc["records"]
+                if r["backend"] == name and r["problem"] == problem and r.get("loc")), None)
+    return (f"{loc} LOC" if loc else "") + (f" · compile {min(colds):.3g} s" if colds else "") + \
+        (f" · {pct:.1f}% of peak" if pct else "")
+
+
 def write(doc: dict, out: Path) -> list[Path]:
     """One figure per problem of `doc`; the paths written."""
     import backends
@@ -77,16 +89,8 @@ def write(doc: dict, out: Path) -> list[Path]:
             ax.set_axis_off()
         for ax, name in zip(axes.flat, names, strict=False):
             backend = backends.get(name)
-            labels = [s for label, s in stats.items() if label == name or label.startswith(f"{name}[")]
-            pct = max((v for s in labels for k, v in s["per problem"].items()      # on any of the GPUs
-                       if k.split()[0] == problem), default=0) or None
-            colds = [s["compile cold s"] for s in labels if s["compile cold s"] is not None]
-            loc = next((r["loc"]["total"] for r in doc["records"]
-                        if r["backend"] == name and r["problem"] == problem and r.get("loc")), None)
-            caption = (f"{loc} LOC" if loc else "") + (f" · compile {min(colds):.3g} s" if colds else "") + \
-                (f" · {pct:.1f}% of peak" if pct else "")
             _panel(ax, backends.source_path(name, problem).read_text(), f"{name} ({backend.family or 'other'})",
-                   caption, FAMILY_COLOURS.get(backend.family, FAMILY_COLOURS[""]))
+                   caption(doc, stats, name, problem), FAMILY_COLOURS.get(backend.family, FAMILY_COLOURS[""]))
         fig.suptitle(f"{problem}: every implementation, its lines, compile time and best % of peak (colour: tool "
                      f"family)", fontsize=11)
         paths += _save(fig, out, problem)
