@@ -139,3 +139,24 @@ def test_each_lane_keeps_a_core_for_its_timers(monkeypatch):
     assert runner.timing_cores_for(2) == [("14,15", "14"), ("14,15", "15")]
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     assert runner.timing_cores_for(1) == [None]          # too few cores: none kept
+
+
+def test_a_gpu_lost_mid_run_fails_its_lanes_items_with_the_reason_and_the_merge_stays_valid(tmp_path, bad_backends,
+                                                                                            monkeypatch):
+    """GPU 1 lost: the lane's items on it come out failed, each with the driver's error; GPU 0's lane
+    and the merged document are unaffected (records.validate)."""
+    from tests.fixtures.bad_backends.gpulost import LOST
+    sel = dict(problems=["segreduce"], backends=["gpulost", "array_api[numpy]"], kinds=("test",))
+    parts = lanes.deal(plan(Options(**sel)), 2)
+    gone = next(k for k, part in enumerate(parts) if any(j.impl.backend == "gpulost" for j in part))
+    monkeypatch.setenv("WAYS_TEST_LOST_GPU", str(gone))        # the GPU the lost backend's job is dealt to
+    out = tmp_path / "out"
+    r = ways("run", "-b", "gpulost", "-b", "array_api[numpy]", "-p", "segreduce", "--cases", "test",
+             "--no-compile", "--gpus", "0,1", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "results.json").read_text())
+    records.validate(doc)
+    on_lost = [x for x in doc["records"] if x["gpu"]["index"] == gone and x["status"] != "not_applicable"]
+    on_other = [x for x in doc["records"] if x["gpu"]["index"] != gone]
+    assert on_lost and all(x["status"] == "failed" and LOST in x["error"] for x in on_lost)
+    assert on_other and all(x["status"] in ("ok", "not_applicable") for x in on_other)
