@@ -7,7 +7,7 @@
 #   bash tools/gpu_steps.sh STEP...      steps: cutlass, cutlass-part, cutlass-nvcc, cutlass-compile,
 #                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
 #                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs,
-#                                        lanes-full, demo, profile
+#                                        lanes-full, lanes-check, demo, profile
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -90,6 +90,16 @@ for step in "$@"; do
         run_ways --gpus all --jobs "${JOBS:-8}" ${RESUME:+--resume} --out "$OUT/$step/run"
       run_profile "$OUT/$step/run/results.json"
       for lane in "$OUT/$step"/run/lanes/gpu*; do echo "${lane##*/}:"; run_profile "$lane/results.json"; done ;;
+    lanes-check)      # issue 22: do lanes measure what one GPU does? The same bench rows on GPU 0 alone twice (the
+                      # repeat is the baseline: how "same" one GPU is with itself), then on every GPU in lanes
+      sel=(-b "array_api[torch]" -b triton -b cute_dsl -b "nvrtc[]" -b cutile --cases bench --no-compile --jobs "${JOBS:-4}")
+      WAYS_CUTILE_SITE=$CUTILE_SITE run_ways "${sel[@]}" --gpus 0, --out "$OUT/$step/one-a"
+      WAYS_CUTILE_SITE=$CUTILE_SITE run_ways "${sel[@]}" --gpus 0, --out "$OUT/$step/one-b"
+      WAYS_CUTILE_SITE=$CUTILE_SITE run_ways "${sel[@]}" --gpus all --out "$OUT/$step/lanes"
+      python -m harness compare "$OUT/$step/one-a/results.json" "$OUT/$step/one-b/results.json" \
+        | tee "$OUT/$step/compare-one-vs-one.md"
+      python -m harness compare "$OUT/$step/one-a/results.json" "$OUT/$step/lanes/results.json" \
+        | tee "$OUT/$step/compare-one-vs-lanes.md" ;;
     profile)          # issue 21: the host side of a bench case piece by piece, then where a short run's time goes
       timeout 60 python -m tools.host_side_probe --out "$OUT/$step/host-elementwise.json"
       timeout 60 python -m tools.host_side_probe --problem gemm --case 8192x8192x8192-bfloat16 \
