@@ -167,6 +167,17 @@ def test_compare_same_gpu_finds_the_slowdown_and_exits_1(tmp_path):
         r["gpu"] = {"index": 1, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-x", "host": "h"}
     table = compare.render(a, b, compare.compare(a, b, 0.05), 0.05)
     assert "| GPU A / B |" in table and "| slower (regression) | - / 1 |" in table
+    assert "on the same GPU" not in table                # A's records name no GPU: nothing to tell apart
+    for r in a["records"]:                              # A on the same chip for the cuBLAS rows, another for the rest
+        uuid = "GPU-x" if r["backend"] == "array_api" else "GPU-y"
+        r["gpu"] = {"index": 0 if uuid == "GPU-y" else 1, "name": "NVIDIA H100 80GB HBM3", "uuid": uuid, "host": "h"}
+    verdicts = compare.compare(a, b, 0.05)
+    table = compare.render(a, b, verdicts, 0.05)
+    same_chip = [v for v in verdicts if v.same_chip]
+    assert same_chip and all(v.implementation.startswith("array_api") for v in same_chip)
+    n = len(same_chip)
+    assert f"on the same GPU (UUID) in both: {n} case(s): 0 faster, 0 slower, {n} same" in table
+    assert "on different GPUs: " in table
 
 
 def test_compare_overlapping_spreads_is_same_or_ambiguous():

@@ -21,6 +21,7 @@ class Verdict:
     verdict: str           # faster | slower | same | ambiguous
     regression: bool
     gpus: tuple = (None, None)     # the GPU index that measured it in A and B, where records name one (--gpus)
+    same_chip: bool | None = None  # the same GPU (UUID) in both; None where a record names none
 
 
 def _timed(doc: dict) -> dict[tuple[str, str, str], dict]:
@@ -70,7 +71,9 @@ def compare(doc_a: dict, doc_b: dict, threshold: float = 0.05) -> list[Verdict]:
             verdict = "slower" if change > 0 else "faster"
         shown = (a, b) if same_gpu else (ta["pct_of_peak"], tb["pct_of_peak"])
         gpus = tuple((rows[key].get("gpu") or {}).get("index") for rows in (a_rows, b_rows))
-        out.append(Verdict(*key, *shown, change, verdict, verdict == "slower" and change > threshold, gpus))
+        uuids = [(rows[key].get("gpu") or {}).get("uuid") for rows in (a_rows, b_rows)]
+        out.append(Verdict(*key, *shown, change, verdict, verdict == "slower" and change > threshold, gpus,
+                           uuids[0] == uuids[1] if all(uuids) else None))
     return out
 
 
@@ -89,7 +92,15 @@ def render(doc_a: dict, doc_b: dict, verdicts: list[Verdict], threshold: float) 
         gpus = " / ".join("-" if g is None else str(g) for g in v.gpus)
         lines.append(f"| {v.problem} | {v.case} | {v.implementation} | {v.a:.4g} | {v.b:.4g} | "
                      f"{v.change:+.1%} | {v.verdict}{flag} |" + (f" {gpus} |" if named else ""))
-    counts = {k: sum(v.verdict == k for v in verdicts) for k in ("faster", "slower", "same", "ambiguous")}
-    lines += ["", ", ".join(f"{n} {k}" for k, n in counts.items())
-              + f"; {sum(v.regression for v in verdicts)} regression(s) beyond {threshold:.0%}"]
+    lines += ["", _tally(verdicts) + f"; {sum(v.regression for v in verdicts)} regression(s) beyond {threshold:.0%}"]
+    # runs of several GPUs of one kind (--gpus): chips differ, so say apart what one chip measured twice
+    for same, where in ((True, "on the same GPU (UUID) in both"), (False, "on different GPUs")):
+        part = [v for v in verdicts if v.same_chip is same]
+        if part and any(v.same_chip is not None for v in verdicts):
+            lines.append(f"{where}: {len(part)} case(s): {_tally(part)}")
     return "\n".join(lines)
+
+
+def _tally(verdicts: list[Verdict]) -> str:
+    counts = {k: sum(v.verdict == k for v in verdicts) for k in ("faster", "slower", "same", "ambiguous")}
+    return ", ".join(f"{n} {k}" for k, n in counts.items())
