@@ -14,6 +14,16 @@ def ways(*args, cwd=ROOT):
                           timeout=600, env={**os.environ, "COLUMNS": "200"})
 
 
+def ran(out, *args) -> dict:
+    """`ways run ARGS --out OUT`, which must succeed: the results.json it wrote, validated."""
+    from harness.results import records
+    r = ways("run", *args, "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "results.json").read_text())
+    records.validate(doc)
+    return doc
+
+
 @pytest.mark.parametrize("args,msg", [
     (["-p", "fft"], "unknown problem 'fft' (valid: elementwise, gemm, segreduce)"),
     (["-b", "magic"], "unknown backend 'magic' (valid: array_api"),

@@ -1,24 +1,20 @@
 """`ways run --ray`: the Ray executor on a local cluster with fake GPU resources (NumPy rows), and a
 task whose process keeps dying: retried by Ray, then reported as failed records, the merge valid."""
-import json
 import os
 
 import pytest
 
 from harness.results import records
 from harness.run.runner import Options
-from tests.test_cli import ways
+from tests.test_cli import ran
 
 ray = pytest.importorskip("ray", reason="the Ray executor's extra is not installed (pip install '.[ray]')")
 
 
 def test_local_cluster_runs_the_plan_in_one_task_per_gpu(tmp_path):
     out = tmp_path / "out"
-    r = ways("run", "-b", "array_api[numpy]", "-p", "segreduce", "-p", "elementwise", "--cases", "test",
-             "--no-compile", "--ray", "local:2", "--out", str(out))
-    assert r.returncode == 0, r.stderr
-    doc = json.loads((out / "results.json").read_text())
-    records.validate(doc)
+    doc = ran(out, "-b", "array_api[numpy]", "-p", "segreduce", "-p", "elementwise", "--cases", "test",
+              "--no-compile", "--ray", "local:2")
     assert doc["run"]["ray"] == {"gpu_kinds": {"any": 2}, "tasks": ["any-0", "any-1"]}
     assert {x["gpu"]["index"] for x in doc["records"]} == {0, 1}          # Ray's CUDA_VISIBLE_DEVICES
     assert all(x["status"] in ("ok", "not_applicable") for x in doc["records"])

@@ -65,7 +65,7 @@ def test_a_licence_not_installed_here_is_read_from_the_extras_resolution():
     assert scorecard.licence("some-tool", resolved) == "Apache-2.0"
     assert scorecard.licence("some-tool") == ""
     assert scorecard.licence_text(None, "x" * 200, ["License :: OSI Approved :: MIT License"]) == "MIT License"
-    bsd = "Copyright (c) Meta Platforms, Inc. and affiliates.\n\nRedistribution and use in source and binary\nforms"
+    bsd = "A licence pasted whole, over lines:\n\nRedistribution and use in source\nand binary forms, with or"
     assert scorecard.licence_text(None, bsd, ["Programming Language :: Python :: 3"]) == "BSD (text)"
 
 

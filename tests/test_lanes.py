@@ -7,7 +7,7 @@ import pytest
 from harness.results import records
 from harness.run import lanes
 from harness.run.runner import NullProgress, Options, plan
-from tests.test_cli import ways
+from tests.test_cli import ran, ways
 
 
 def test_deal_balances_and_gives_each_benching_lane_its_cublas_rows():
@@ -25,11 +25,8 @@ def test_deal_balances_and_gives_each_benching_lane_its_cublas_rows():
 
 def test_lanes_run_side_by_side_and_merge(tmp_path):
     out = tmp_path / "out"
-    r = ways("run", "-b", "array_api[numpy]", "-p", "segreduce", "-p", "elementwise", "-p", "gemm",
-             "--cases", "test", "--no-compile", "--gpus", "0,1", "--out", str(out))
-    assert r.returncode == 0, r.stderr
-    doc = json.loads((out / "results.json").read_text())
-    records.validate(doc)
+    doc = ran(out, "-b", "array_api[numpy]", "-p", "segreduce", "-p", "elementwise", "-p", "gemm",
+              "--cases", "test", "--no-compile", "--gpus", "0,1")
     assert doc["run"]["lanes"] == ["0", "1"]
     parts = [json.loads((out / "lanes" / lane / "results.json").read_text())["run"] for lane in ("gpu0", "gpu1")]
     assert doc["run"]["duration_s"] == max(p["duration_s"] for p in parts)
@@ -150,12 +147,8 @@ def test_a_gpu_lost_mid_run_fails_its_lanes_items_with_the_reason_and_the_merge_
     parts = lanes.deal(plan(Options(**sel)), 2)
     gone = next(k for k, part in enumerate(parts) if any(j.impl.backend == "gpulost" for j in part))
     monkeypatch.setenv("WAYS_TEST_LOST_GPU", str(gone))        # the GPU the lost backend's job is dealt to
-    out = tmp_path / "out"
-    r = ways("run", "-b", "gpulost", "-b", "array_api[numpy]", "-p", "segreduce", "--cases", "test",
-             "--no-compile", "--gpus", "0,1", "--out", str(out))
-    assert r.returncode == 0, r.stderr
-    doc = json.loads((out / "results.json").read_text())
-    records.validate(doc)
+    doc = ran(tmp_path / "out", "-b", "gpulost", "-b", "array_api[numpy]", "-p", "segreduce", "--cases", "test",
+              "--no-compile", "--gpus", "0,1")
     on_lost = [x for x in doc["records"] if x["gpu"]["index"] == gone and x["status"] != "not_applicable"]
     on_other = [x for x in doc["records"] if x["gpu"]["index"] != gone]
     assert on_lost and all(x["status"] == "failed" and LOST in x["error"] for x in on_lost)

@@ -22,13 +22,11 @@ run_ways() { ${CPUS:+taskset -c $CPUS} timeout --signal=INT --kill-after=45 "${S
 
 # where a run's time went (also for a run its step limit stopped, which prints no summary)
 run_profile() { python -c 'import json, sys
-from harness.measure import cpu_load, lock_holds, timing
+from harness.report.terminal import profile_lines
 doc = json.load(open(sys.argv[1])); run = doc["run"]
-if timing.cost(doc["records"]): print(timing.cost_line(timing.cost(doc["records"])))
 print("run:", "complete" if run["complete"] else "stopped", run.get("duration_s"), "s;",
       ", ".join(f"{k} {v:.0f}" for k, v in list((run.get("worker_phases") or {}).items())[:6]))
-print("\n".join(([cpu_load.line(run["cpu_load"])] if run.get("cpu_load") else [])
-                + (lock_holds.lines(run["gpu_lock"]) if run.get("gpu_lock") else [])))' "$1" || true; }
+print("\n".join(profile_lines(doc)))' "$1" || true; }
 
 final=$OUT; OUT=$WORK
 for step in "$@"; do

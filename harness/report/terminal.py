@@ -17,10 +17,8 @@ def _f(x, spec):
 def print_summary(doc: dict) -> None:
     console = Console(width=None if sys.stdout.isatty() else 160)
     print_phases(console, doc["run"])
-    from harness.measure.timing import cost, cost_line
-    spent = cost(doc["records"])
-    if spent:
-        console.print(cost_line(spent), highlight=False)
+    for line in profile_lines(doc):
+        console.print(line, highlight=False)
     timed = [r for r in doc["records"] if r.get("timing")]
     if timed:
         table = Table(title="timed (bench) cases: cold (L2 flushed, gaps) / sustained (back to back)")
@@ -78,10 +76,13 @@ def print_phases(console, run: dict) -> None:
         for name, seconds in run["worker_phases"].items():
             inner.add_row(name, f"{seconds:.2f}")
         console.print(inner)
-    if run.get("cpu_load"):
-        from harness.measure.cpu_load import line
-        console.print(line(run["cpu_load"]), highlight=False)
-    if run.get("gpu_lock"):          # --jobs: what the timers waited behind (lock_holds.py)
-        from harness.measure.lock_holds import lines
-        for line in lines(run["gpu_lock"]):
-            console.print(line, highlight=False)
+
+
+def profile_lines(doc: dict) -> list[str]:
+    """Where a run's time went besides its phases: how busy the cores were, what the timers waited
+    behind (--jobs: lock_holds.py), and what the GPU timing cost, from the records."""
+    from harness.measure import cpu_load, lock_holds, timing
+    run, spent = doc["run"], timing.cost(doc["records"])
+    return ([cpu_load.line(run["cpu_load"])] if run.get("cpu_load") else []) \
+        + (lock_holds.lines(run["gpu_lock"]) if run.get("gpu_lock") else []) \
+        + ([timing.cost_line(spent)] if spent else [])

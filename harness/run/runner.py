@@ -108,8 +108,8 @@ class Run:
         todo = [(j, aot) for j, aot in todo if not self.done.compiled(j.impl)]
         left = self.done.left          # --resume: each job's cases not done yet (all of them otherwise)
         available = [j for j in map(left, available) if j.cases]
-        exported = [(left(j), why) for j, why in exported if left(j).cases]
-        skipped = [(left(j), status, why) for j, status, why in skipped if left(j).cases]
+        exported = [(lj, why) for j, why in exported if (lj := left(j)).cases]
+        skipped = [(lj, status, why) for j, status, why in skipped if (lj := left(j)).cases]
         total = sum(len(j.cases) for j in [*available, *(j for j, *_ in exported + skipped)]) + len(todo)
         self.progress.start(total)
         writer.write({"type": "gpu_state", "when": "before", "state": gpu.state(self.lane)})
