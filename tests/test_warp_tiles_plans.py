@@ -45,3 +45,30 @@ def test_plan_on_cpu(session, problem, case, options):
     b = session.prepare(prob, c, seed=123, **options)
     got, _ = session.call(b.run, b.outputs)
     prob.check(session.fetch(got), b.ref, c)        # the assertion: CheckError on a mismatch or poison
+
+
+@pytest.mark.parametrize("problem,case", [("gemm", "129x257x65-float32"), ("segreduce", "37x4097-float32"),
+                                          ("elementwise", "100003-float16")])
+def test_compiles_with_the_gpu_released(session, problem, case, monkeypatch, tmp_path):
+    """Warp compiles a module at its first launch_tiled: build() must compile it first, inside
+    compiling(), or the compile (24 s for a cuBLASDx GEMM) holds the GPU that other workers' timers
+    wait for (`ways run --jobs`)."""
+    import warp as wp
+
+    from harness.measure.gpu_lock import LOCK, NONE
+    monkeypatch.setattr(LOCK, "path", str(tmp_path / "gpu.lock"))
+    seen, load, launch = [], wp.load_module, wp.launch_tiled
+
+    def loading(*args, **kwargs):
+        seen.append(("load", LOCK.mode))
+        return load(*args, **kwargs)
+
+    def launching(*args, **kwargs):
+        seen.append(("launch", LOCK.mode))
+        return launch(*args, **kwargs)
+    monkeypatch.setattr(wp, "load_module", loading)
+    monkeypatch.setattr(wp, "launch_tiled", launching)
+    prob = problems.get(problem)
+    session.prepare(prob, prob.case(case), seed=5)
+    assert seen and seen[0] == ("load", NONE), seen
+    assert all(mode == NONE for what, mode in seen if what == "load"), seen

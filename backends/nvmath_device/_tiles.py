@@ -47,6 +47,7 @@ def compiled_with_smem(kernel, smem_bytes, *args):
     has no knob for the opt-in above 48 KiB: set the attribute on the compiled function)."""
     with compiling():          # numba + cuBLASDx's LTO link: minutes of CPU, no GPU work
         compiled = kernel.compile(tuple(typeof(a) for a in args))
+        compiled.library.get_cubin()      # the link itself (get_cufunc below would do it holding the GPU)
     handle = compiled.library.get_cufunc().handle
     if isinstance(handle, driver.CUkernel):
         err, handle = driver.cuKernelGetFunction(handle)

@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 import warp as wp
 
+from backends.base import compiling
 from backends.warp_tiles import warp_dtype
 from problems.base import DTYPES
 
@@ -80,9 +81,10 @@ def build(case, inputs, outputs, stream, variant="", plan=None):
     launches = []
     for (kernel, block_dim), views in zip(kernels(case, p), arrays, strict=True):
         tile_items = p.tile // p.cols if views[0].ndim == 2 else (p.cols or p.tile)   # rows or elements
+        with compiling():      # compile now (CPU work), not in launch_tiled holding the GPU nor at the first call
+            wp.load_module(kernel.module, device=x.device, block_dim=block_dim)
         launch = wp.launch_tiled(kernel, dim=-(-views[0].shape[0] // tile_items), inputs=[*views, alpha],
                                  block_dim=block_dim, device=x.device, record_cmd=True)
-        wp.load_module(kernel.module, device=x.device, block_dim=block_dim)   # compile now, not at the first call
         launches.append(launch)
 
     def run():

@@ -62,12 +62,12 @@ def build(case, inputs, outputs, stream, variant="", tiles=None):
     t = tiles or BEST[case.dtype]
     [(kernel, _)] = kernels(case, t, variant)
     grid = (-(-c.shape[0] // t.m), -(-c.shape[1] // t.n))
-    launch = wp.launch_tiled(kernel, dim=grid, inputs=[a, b, c], block_dim=t.block_dim, device=a.device,
-                             record_cmd=True)
-    # compile now, not at the first call: Warp's codegen, NVRTC and the cuBLASDx link run on the CPU
-    # (then the module is uploaded; no kernel runs), so another worker may time meanwhile
+    # compile now, before launch_tiled (which would compile holding the GPU): Warp's codegen, NVRTC and
+    # the cuBLASDx link run on the CPU (then the module is uploaded; no kernel runs), so another worker may time
     with compiling():
         wp.load_module(kernel.module, device=a.device, block_dim=t.block_dim)
+    launch = wp.launch_tiled(kernel, dim=grid, inputs=[a, b, c], block_dim=t.block_dim, device=a.device,
+                             record_cmd=True)
 
     def run():
         launch.launch(stream=stream)

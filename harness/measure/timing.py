@@ -4,8 +4,8 @@ measured the cold one; plus the host-side call costs.
 
 Two modes, because they differ where a kernel is power-bound (a large GEMM): cold samples each
 start on a flushed L2 after a gap, so the GPU rests between them and boosts its clock; sustained
-calls run back to back (untimed until the GPU settles, then half a second timed), as a loop in an
-application runs them, and the GPU settles at the clock its power limit allows (15% slower on an
+calls run back to back (untimed until the GPU settles, then half a second timed, a quarter where
+memory-bound), as a loop in an application runs them, and the GPU settles at the clock its power limit allows (15% slower on an
 H100 for 8192^3 bf16). Each mode records the mean SM clock it ran at. How long the GPU needs to
 settle depends on the problem: a compute-bound one (a GEMM) runs into the power limit and needs a
 second; a memory-bound one's time does not move with the SM clock (its sustained and cold times
@@ -185,13 +185,15 @@ def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | No
     with PHASES("sampling (cold)"):
         timing = measure(run)
     timing["warmup_calls"] = calls
-    timing["sustained"] = sustained(device, run, warmup_s / max(calls, 1), lead_s=SUSTAINED_LEAD_S[roofline]) \
-        if with_sustained else None
+    timing["sustained"] = sustained(device, run, warmup_s / max(calls, 1), seconds=SUSTAINED_S[roofline],
+                                    lead_s=SUSTAINED_LEAD_S[roofline]) if with_sustained else None
     timing["device_ms_sustained"] = (timing["sustained"] or {}).get("median_ms")
     return timing
 
 
-SUSTAINED_S = 0.5
+# The timed window: 10 batches; a memory-bound kernel's batches agree closely (its time does not move
+# with the SM clock), so a quarter second of them is enough, and the full run's GPU time is shorter.
+SUSTAINED_S = {"compute": 0.5, "memory": 0.25}
 SUSTAINED_BATCHES = 10
 # Back-to-back calls before the timed window, queued with no gap before it: after the cold samples'
 # rests a power-bound GPU needs a second to settle (with none, a GEMM's first batches ran ~3%
@@ -200,7 +202,7 @@ SUSTAINED_LEAD_S = {"compute": 1.0, "memory": 0.25}
 
 
 @PHASES.timed("sampling (sustained)")
-def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S, batches: int = SUSTAINED_BATCHES,
+def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S["compute"], batches: int = SUSTAINED_BATCHES,
               lead_s: float = SUSTAINED_LEAD_S["compute"]) -> dict:
     """Back-to-back calls (no L2 flush, no gap): `lead_s` untimed, then about `seconds` timed as
     `batches` consecutive batches by events on the stream; the SM clock is read while they run.
@@ -228,7 +230,7 @@ def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S, batches:
         time.sleep(0.01)
     s = summarize([(events[k + 1] - events[k]) / 1e3 / per_batch for k in range(batches)])
     read = [m for m in mhz if m is not None]
-    s.update(calls=per_batch * batches, batches=batches, lead_s=lead_s, l2_flushed=False,
+    s.update(calls=per_batch * batches, batches=batches, lead_s=lead_s, window_s=seconds, l2_flushed=False,
              sm_clock_mhz=statistics.fmean(read) if read else None,
              sm_clock_note=None if read else clock.why_not)
     return s
