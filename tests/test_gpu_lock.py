@@ -285,3 +285,19 @@ def test_a_hold_is_named_by_the_phase_that_took_most_of_it(tmp_path):
     holds = lock_holds.read(tmp_path / ("gpu.lock" + gpu_lock.HOLDS_SUFFIX))
     assert len(holds) == 2          # before the references, and after them
     assert (holds[1]["asked_in"], holds[1]["doing"]) == ("inputs and float64 references", "builds")
+
+
+def test_the_wall_time_not_timed_is_split_into_blocked_and_no_timer_ready():
+    """Timer 1 holds 0-2; timer 2 waits 1-4 (behind timer 1, then behind a sharer 2-4) and holds 4-5;
+    nothing asks 5-7, timer 3 holds 7-8: 4 s timed, 2 s a timer blocked by other GPU work, 2 s none ready."""
+    from harness.measure import lock_holds
+    holds = [{"who": "a gemm x", "doing": "sampling (cold)", "mode": "exclusive", "asked": 0.0, "got": 0.0,
+              "released": 2.0},
+             {"who": "b gemm x", "doing": "builds", "mode": "shared", "asked": 0.5, "got": 2.0, "released": 4.0},
+             {"who": "c gemm x", "doing": "sampling (cold)", "mode": "exclusive", "asked": 1.0, "got": 4.0,
+              "released": 5.0},
+             {"who": "d gemm x", "doing": "sampling (cold)", "mode": "exclusive", "asked": 7.0, "got": 7.0,
+              "released": 8.0}]
+    s = lock_holds.summarize(holds)
+    assert (s["span_s"], s["timing_held_s"], s["timer_blocked_s"]) == (8.0, 4.0, 2.0)
+    assert "2 s a timer waited behind other GPU work, 2 s no timer was ready" in "\n".join(lock_holds.lines(s))

@@ -54,8 +54,13 @@ def summarize(holds: list[dict]) -> dict | None:
     start = min(h["asked"] for h in holds)
     end = max(h["released"] for h in holds)
     top = sorted(behind.items(), key=lambda kv: -kv[1][0])[:TOP]
+    timed = _union([(h["got"], h["released"]) for h in timing])
+    blocked = _union([(h["asked"], h["got"]) for h in timing])
     return {"span_s": round(end - start, 3),
             "timing_held_s": round(sum(h["released"] - h["got"] for h in timing), 3),
+            # wall time with a timer waiting while no timer held the GPU: the sharers' holds kept it out;
+            # the rest of the span not timed, no timer was ready (its worker was building or checking)
+            "timer_blocked_s": round(_length(blocked) - _length(_intersect(blocked, timed)), 3),
             "timing_holds": len(timing),
             "timers_waited_s": round(sum(h["got"] - h["asked"] for h in timing), 3),
             "sharers_waited_s": round(sum(h["got"] - h["asked"] for h in shared), 3),
@@ -63,6 +68,34 @@ def summarize(holds: list[dict]) -> dict | None:
             "shared_by_who": _by_who(shared),
             "timers_waited_behind": [{"who": who, "doing": doing, "s": round(s, 3), "waits": n}
                                      for (who, doing), (s, n) in top]}
+
+
+def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[list[float]] = []
+    for lo, hi in sorted(sp for sp in spans if sp[1] > sp[0]):
+        if out and lo <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return [(lo, hi) for lo, hi in out]
+
+
+def _intersect(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The overlap of two unions (each sorted, disjoint)."""
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if lo < hi:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _length(spans: list[tuple[float, float]]) -> float:
+    return sum(hi - lo for lo, hi in spans)
 
 
 def _who(label: str) -> str:
@@ -92,6 +125,10 @@ def lines(summary: dict) -> list[str]:
     out = [f"GPU lock: held for timing {summary['timing_held_s']:.0f} s of {summary['span_s']:.0f} "
            f"({summary['timing_holds']} holds); timers waited {summary['timers_waited_s']:.0f} s, "
            f"other GPU work {summary['sharers_waited_s']:.0f} s"]
+    if "timer_blocked_s" in summary:      # older documents lack it
+        idle = summary["span_s"] - summary["timing_held_s"] - summary["timer_blocked_s"]
+        out.append(f"  of the wall time not timed: {summary['timer_blocked_s']:.0f} s a timer waited behind "
+                   f"other GPU work, {max(idle, 0.0):.0f} s no timer was ready")
     for b in summary["timers_waited_behind"][:5]:
         out.append(f"  timers waited {b['s']:.1f} s ({b['waits']}x) behind {b['who']}"
                    + (f" ({b['doing']})" if b["doing"] else ""))

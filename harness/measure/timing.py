@@ -5,11 +5,11 @@ measured the cold one; plus the host-side call costs.
 Two modes, because they differ where a kernel is power-bound (a large GEMM): cold samples each
 start on a flushed L2 after a gap, so the GPU rests between them and boosts its clock; sustained
 calls run back to back (untimed until the GPU settles, then half a second timed, a quarter where
-memory-bound), as a loop in an application runs them, and the GPU settles at the clock its power limit allows (15% slower on an
-H100 for 8192^3 bf16). Each mode records the mean SM clock it ran at. How long the GPU needs to
-settle depends on the problem: a compute-bound one (a GEMM) runs into the power limit and needs a
-second; a memory-bound one's time does not move with the SM clock (its sustained and cold times
-agreed within 6% on the H100, L2 reuse included), so a quarter second does.
+memory-bound), as a loop in an application runs them, and the GPU settles at the clock its power
+limit allows (15% slower on an H100 for 8192^3 bf16). Each mode records the mean SM clock it ran
+at. How long the GPU needs to settle depends on the problem: a compute-bound one (a GEMM) runs into
+the power limit and needs a second; a memory-bound one's time does not move with the SM clock (its
+sustained and cold times agreed within 6% on the H100, L2 reuse included), so a quarter second does.
 
 Method (both GPU engines): warm-up calls first; cold samples each follow an L2 flush (a memset of
 twice the L2 size, outside the timed window); sampling stops once the relative standard deviation
