@@ -6,8 +6,9 @@ process's kernel would stretch the timed one).
 
 A readers-writer lock on two files (flock): the timer takes the turnstile, then the GPU, both
 exclusively; other GPU work passes the turnstile, then shares the GPU. New sharers wait at the
-turnstile while a timer waits, so timing is never starved. WAYS_GPU_LOCK names the GPU file; unset,
-every method is a no-op (one worker at a time needs no lock).
+turnstile while a timer waits, so timing is never starved; a sharer already in lets a waiting timer
+go first at its next step's end (`let_timers_in`), not only at the end of its whole section.
+WAYS_GPU_LOCK names the GPU file; unset, every method is a no-op (one worker at a time needs no lock).
 
 The GPU alone is not enough where a timed call is bound by its launches (the sustained mode of a
 short kernel): with more processes than cores the timer's thread gets part of a core, and the
@@ -68,6 +69,26 @@ class GpuLock:
     def exclusive(self):
         """Timing: no other process touches the GPU until it ends."""
         return self._hold(EXCLUSIVE)
+
+    def let_timers_in(self, sync=lambda: None) -> None:
+        """Between the GPU steps of a shared section (an upload, a build, a call, a download): where a
+        timer waits, finish this process's GPU work (`sync`) and let the timer have the GPU now rather
+        than when the whole section ends; this process then queues behind it at the turnstile. A
+        no-op outside a shared section or with no timer waiting."""
+        if self.path is None or self.mode != SHARED or not self._timer_waiting():
+            return
+        sync()
+        with self.released():
+            pass
+
+    def _timer_waiting(self) -> bool:
+        """A timer holds the turnstile from asking until it is done (gpu_lock's protocol)."""
+        try:
+            fcntl.flock(self._turn, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(self._turn, fcntl.LOCK_UN)
+        return False
 
     def released(self):
         """CPU work inside a shared section: let a waiting timer have the GPU meanwhile. Inside an

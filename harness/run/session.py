@@ -69,6 +69,7 @@ class Session:
             self.device.sync()
             # time spent waiting for another worker's timing (compiling() released the GPU) is not build time
             build_s = time.perf_counter() - t0 - (PHASES.seconds.get(WAIT_PHASE, 0.0) - waited)
+        LOCK.let_timers_in(self.device.sync)
         return Built(run, host_inputs, inputs, outputs, ref, build_s, cpu_seconds() - cpu0)
 
     def arrays(self, problem, case: Case, seed: int, cache: Path | None = None):
@@ -80,6 +81,7 @@ class Session:
             outputs = {name: self.backend.to_device(poison(shape, dt), dt, self.variant)
                        for name, (shape, dt) in problem.output_spec(case).items()}
             self.device.sync()
+        LOCK.let_timers_in(self.device.sync)
         return host_inputs, inputs, outputs, ref
 
     def call(self, run, outputs: dict) -> tuple[dict, float]:
@@ -91,6 +93,7 @@ class Session:
             returned = run()
             self.device.sync()
             elapsed = time.perf_counter() - t0
+        LOCK.let_timers_in(self.device.sync)
         return (returned if returned is not None else outputs), elapsed
 
     def negate_inputs(self, problem, case: Case, b: Built) -> dict:
@@ -102,13 +105,14 @@ class Session:
             for name in problem.linear_inputs:
                 self.backend.overwrite(b.inputs[name], host[name], case.dtype, self.variant)
             self.device.sync()
+        LOCK.let_timers_in(self.device.sync)
         b.host_inputs, b.ref = host, ref
         return ref
 
     @PHASES.timed("checks")
     def changed_inputs(self, b: Built) -> str | None:
         """None, or which input arrays a call modified (an implementation must leave them be)."""
-        now = {name: self.backend.to_host(dev, self.variant) for name, dev in b.inputs.items()
+        now = {name: self._download(dev) for name, dev in b.inputs.items()
                if isinstance(b.host_inputs[name], np.ndarray)}
         with LOCK.released():
             changed = [f"{name!r} ({int(np.sum(a != b.host_inputs[name]))} elements)" for name, a in now.items()
@@ -116,7 +120,14 @@ class Session:
         return f"run() modified its input {', '.join(changed)}" if changed else None
 
     def fetch(self, arrays: dict) -> dict:
-        return {k: self.backend.to_host(v, self.variant) for k, v in arrays.items()}
+        return {k: self._download(v) for k, v in arrays.items()}
+
+    def _download(self, array):
+        """One array to the host; a waiting timer may have the GPU before the next (a 2^28-element
+        case's downloads take seconds)."""
+        host = self.backend.to_host(array, self.variant)
+        LOCK.let_timers_in(self.device.sync)
+        return host
 
 
 @dataclass
