@@ -132,8 +132,9 @@ def build(case, inputs, outputs, stream, variant="", plan=None):
     if variant == "pipeline":
         with compiling():      # nvmath's Matmul: cuBLASDx's code generated on the CPU
             kernel, MM = pipeline_kernel(case.dtype, plan)
-        # compiles cuBLASDx's pipeline-init kernel for these shapes (seconds) and launches it: it holds
-        # the GPU throughout, as nvmath's public API has no way to compile it apart from the launch
+        # compiles cuBLASDx's pipeline-init kernel for these shapes (about 30 s a case on the H100 node)
+        # and launches it: it holds the GPU throughout, as nvmath's public API has no way to compile it
+        # apart from the launch
         pipe = MM.suggest_device_pipeline(depth, ka, kb)
         compiled_with_smem(kernel, pipe.buffer_size, kc, pipe)
         launch = kernel[grid, pipe.block_dim, stream, pipe.buffer_size]
