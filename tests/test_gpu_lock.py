@@ -23,25 +23,24 @@ def _hold(path, mode, start_after, seconds, log, t0):
     log.put((mode, start_after, asked, got, done))
 
 
-def _steps(path, start_after, steps, step_s, log, t0):
-    """A sharer whose section is `steps` GPU steps, letting a waiting timer in after each."""
+def _steps(path, mode, start_after, seconds, log, t0, step_s=0.2):
+    """A sharer whose section is `seconds` of 0.2 s GPU steps, letting a waiting timer in after each."""
     time.sleep(max(0.0, t0 + start_after - time.time()))
     lock = GpuLock(path)
     with lock.shared():
         got = time.time()
-        for _ in range(steps):
+        for _ in range(round(seconds / step_s)):
             time.sleep(step_s)
             lock.let_timers_in()
         done = time.time()
-    log.put(("steps", start_after, got, got, done))
+    log.put((mode, start_after, got, got, done))
 
 
 def _run(path, specs):
     ctx = mp.get_context("spawn")
     log = ctx.Queue()
     t0 = time.time() + START_S
-    procs = [ctx.Process(target=_steps if mode == "steps" else _hold,
-                         args=(path, after, 6, 0.2, log, t0) if mode == "steps" else (path, mode, after, secs, log, t0))
+    procs = [ctx.Process(target=_steps if mode == "steps" else _hold, args=(path, mode, after, secs, log, t0))
              for mode, after, secs in specs]
     for p in procs:
         p.start()
@@ -321,7 +320,7 @@ def test_the_wall_time_not_timed_is_split_into_blocked_and_no_timer_ready():
 def test_a_sharer_lets_a_waiting_timer_in_between_its_steps(tmp_path):
     """A shared section of six 0.2 s GPU steps (uploads, a build, calls, downloads): a timer asking
     0.3 s in gets the GPU when the second step ends, not when the section does (1.2 s)."""
-    t = _run(str(tmp_path / "gpu.lock"), [("steps", 0.0, None), ("exclusive", 0.3, 0.3)])
+    t = _run(str(tmp_path / "gpu.lock"), [("steps", 0.0, 1.2), ("exclusive", 0.3, 0.3)])
     got, done = t["steps", 0.0]
     ex_got, ex_done = t["exclusive", 0.3]
     assert ex_got - got < 0.55                       # after step 2 (0.4 s), with scheduling slack

@@ -54,13 +54,13 @@ def summarize(holds: list[dict]) -> dict | None:
     start = min(h["asked"] for h in holds)
     end = max(h["released"] for h in holds)
     top = sorted(behind.items(), key=lambda kv: -kv[1][0])[:TOP]
-    timed = _union([(h["got"], h["released"]) for h in timing])
-    blocked = _union([(h["asked"], h["got"]) for h in timing])
+    timed = [(h["got"], h["released"]) for h in timing]
+    waiting = [(h["asked"], h["got"]) for h in timing]
     return {"span_s": round(end - start, 3),
             "timing_held_s": round(sum(h["released"] - h["got"] for h in timing), 3),
             # wall time with a timer waiting while no timer held the GPU: the sharers' holds kept it out;
             # the rest of the span not timed, no timer was ready (its worker was building or checking)
-            "timer_blocked_s": round(_length(blocked) - _length(_intersect(blocked, timed)), 3),
+            "timer_blocked_s": round(_length(_union(waiting + timed)) - _length(_union(timed)), 3),
             "timing_holds": len(timing),
             "timers_waited_s": round(sum(h["got"] - h["asked"] for h in timing), 3),
             "sharers_waited_s": round(sum(h["got"] - h["asked"] for h in shared), 3),
@@ -78,20 +78,6 @@ def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
         else:
             out.append([lo, hi])
     return [(lo, hi) for lo, hi in out]
-
-
-def _intersect(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """The overlap of two unions (each sorted, disjoint)."""
-    out, i, j = [], 0, 0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if lo < hi:
-            out.append((lo, hi))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
 
 
 def _length(spans: list[tuple[float, float]]) -> float:
