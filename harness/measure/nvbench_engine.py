@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.measure.timing import THROTTLE_FRACTION
+from harness.measure.timing import THROTTLE_FRACTION, TIMEOUT_S
 
 # Criterion first: in 0.3.0 a later --stopping-criterion resets --max-noise/--min-time (nvbench #441).
 ARGS = ["-d", "0", "-q", "--stopping-criterion", "stdrel", "--max-noise", "0.5", "--min-time", "0.25",
-        "--min-samples", "10", "--timeout", "15", "--throttle-threshold", f"{THROTTLE_FRACTION * 100:g}"]
+        "--min-samples", "10", "--timeout", f"{TIMEOUT_S:g}", "--throttle-threshold", f"{THROTTLE_FRACTION * 100:g}"]
 MAX_NOISE = 0.005
-TIMEOUT_S = 15.0
 
 
 def available() -> str | None:
