@@ -98,6 +98,8 @@ def test_run_with_two_jobs_accounts_for_its_time(tmp_path):
     held = run["gpu_lock"]                   # the workers' holds of the lock, summarized
     assert held["timing_holds"] == 0 and held["longest_shared"]
     assert {h["who"].split()[0] for h in held["longest_shared"]} == {"array_api[numpy]"}
+    kept = [json.loads(line) for line in (out / "gpu-lock-holds.jsonl").read_text().splitlines()]
+    assert kept and all(h["mode"] == "shared" and h["released"] >= h["got"] >= h["asked"] for h in kept)
     assert "GPU lock: held for timing 0 s" in r.stdout
     assert ways("run", "--jobs", "0", "--out", str(out)).returncode == 2
 

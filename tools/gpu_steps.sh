@@ -6,7 +6,7 @@
 #
 #   bash tools/gpu_steps.sh STEP...      steps: cutlass, cutlass-part, cutlass-nvcc, cutlass-compile,
 #                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
-#                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs,
+#                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick,
 #                                        lanes-full, lanes-check, demo, profile
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
@@ -81,6 +81,11 @@ for step in "$@"; do
                       # GPU; RESUME=1: go on with the run an earlier call left in $WORK (the node keeps /tmp while warm)
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
         run_ways --jobs "${JOBS:-8}" ${GPUS:+--gpus $GPUS} ${RESUME:+--resume} --out "$OUT/$step/run"
+      run_profile "$OUT/$step/run/results.json" ;;
+    serial-quick)     # issue 21: the demo's selection the old, serial way (one worker at a time, no compile-time
+                      # processes): the reference `ways compare` judges the full-jobs run's timed rows against
+      WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
+        run_ways --quick --no-compile --out "$OUT/$step/run"
       run_profile "$OUT/$step/run/results.json" ;;
     lanes-full)       # issue 22: the full default run on every GPU of the node, a lane each, --jobs per lane;
                       # RESUME=1: the lanes go on with the run an earlier call left in $WORK

@@ -12,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 TOP = 12
+LOG_NAME = "gpu-lock-holds.jsonl"      # the run folder's copy of every hold
 
 
 def read(path: Path) -> list[dict]:

@@ -80,7 +80,10 @@ class Run:
                 if self._beside is not None and self._beside.is_alive():     # interrupted: stop its processes
                     supervise.kill_running()
                     self._beside.join(timeout=10)
-                holds = lock_holds.summarize(lock_holds.read(scratch / ("gpu.lock" + gpu_lock.HOLDS_SUFFIX)))
+                holds_log = scratch / ("gpu.lock" + gpu_lock.HOLDS_SUFFIX)
+                holds = lock_holds.summarize(lock_holds.read(holds_log))
+                if holds_log.exists():      # every hold, for a timeline of who had the GPU when
+                    shutil.copyfile(holds_log, self.out / lock_holds.LOG_NAME)
                 if holds:
                     writer.write({"type": "gpu_lock", "gpu_lock": holds})
                 busy = load.summary()

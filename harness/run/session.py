@@ -50,10 +50,6 @@ class Session:
     def why_not(self, problem: str, case: Case) -> str | None:
         return why_not(self.backend, self.variant, self.module(problem), problem, case)
 
-    def upload(self, host: dict, dtype: str) -> dict:
-        return {k: self.backend.to_device(v, dtype, self.variant) if isinstance(v, np.ndarray) else v
-                for k, v in host.items()}
-
     def prepare(self, problem, case: Case, seed: int, cache: Path | None = None, **options) -> Built:
         """Fresh inputs, the reference, poisoned outputs, and the implementation built on them
         (`options` go to its build(): a tuning sweep tries configurations that way)."""
@@ -76,13 +72,20 @@ class Session:
         """Fresh inputs (host and device), poisoned outputs and the reference, nothing built."""
         with PHASES("inputs and float64 references"), LOCK.released():     # CPU only: others may time meanwhile
             host_inputs, ref = case_data(problem, case, seed, cache)
+            # made here, not in the upload's hold: a 2^28-element case's NaNs take seconds of CPU
+            poisoned = {name: (poison(shape, dt), dt) for name, (shape, dt) in problem.output_spec(case).items()}
         with PHASES("uploads"), LOCK.shared():
-            inputs = self.upload(host_inputs, case.dtype)
-            outputs = {name: self.backend.to_device(poison(shape, dt), dt, self.variant)
-                       for name, (shape, dt) in problem.output_spec(case).items()}
-            self.device.sync()
-        LOCK.let_timers_in(self.device.sync)
+            inputs = {k: self._upload(v, case.dtype) if isinstance(v, np.ndarray) else v
+                      for k, v in host_inputs.items()}
+            outputs = {name: self._upload(host, dt) for name, (host, dt) in poisoned.items()}
         return host_inputs, inputs, outputs, ref
+
+    def _upload(self, host: np.ndarray, dtype: str):
+        """One array to the device; a waiting timer may have the GPU before the next."""
+        array = self.backend.to_device(host, dtype, self.variant)
+        self.device.sync()
+        LOCK.let_timers_in(self.device.sync)
+        return array
 
     def call(self, run, outputs: dict) -> tuple[dict, float]:
         """One call, the whole device synchronized before and after; the outputs it wrote (or
