@@ -44,7 +44,7 @@ def failure_text() -> str:
 
 
 class Worker:
-    """Checks test cases, then checks and times bench cases, reporting each on the event pipe."""
+    """Checks and times bench cases, then checks test cases, reporting each on the event pipe."""
 
     def __init__(self, args, send):
         self.args, self.send = args, send
@@ -200,13 +200,17 @@ def run_items(args) -> int:
         return 0
     send({"event": "device", "properties": w.s.device.properties()})
     try:
+        # bench cases first: with --jobs the GPU's timing is the run's bottleneck (one timer at a time),
+        # so timers are fed from the first seconds, and the checks that need no timing fill the end
+        w.run_bench([(i, p, c) for i, (p, c) in enumerate(items) if c.kind != "test"])
+        if w.broken:
+            return 3      # the parent starts a fresh worker for what is left
         for i, (problem, case) in enumerate(items):
             if case.kind == "test":
                 w.test_item(i, problem, case)
                 if w.broken:
-                    return 3      # the parent starts a fresh worker for what is left
-        w.run_bench([(i, p, c) for i, (p, c) in enumerate(items) if c.kind != "test"])
-        return 3 if w.broken else 0
+                    return 3
+        return 0
     finally:
         send({"event": "phases", "phases": PHASES.as_dict()})
 
