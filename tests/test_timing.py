@@ -138,3 +138,20 @@ def test_timing_cost_adds_up_each_part_of_the_method_from_the_records():
                  "no_cold_sample": 1, "no_cold_sample_s": 16.5}
     assert "23 s over 2 timed rows" in cost_line(c) and "1 row(s) sampled 16 s cold and kept no sample" in cost_line(c)
     assert cost([{"timing": None}]) is None
+
+
+def test_one_warm_up_leads_the_sustained_window_then_the_cold_samples(monkeypatch):
+    """on_gpu: the warm-up (back to back, as long as the roofline needs), the sustained window right
+    after it with no lead of its own, then the cold samples."""
+    class Device:
+        def sync(self):
+            pass
+    order = []
+    monkeypatch.setattr(timing, "warm_up", lambda run, sync, seconds: order.append(("warm-up", seconds)) or 4)
+    monkeypatch.setattr(timing, "sustained", lambda device, run, call_s, seconds, **kw:
+                        order.append(("sustained", seconds, kw.get("lead_s", 0.0))) or {"median_ms": 2.0})
+    out = timing.on_gpu(Device(), lambda: None, lambda run: order.append(("cold",)) or {"device_ms_cold": 1.0},
+                        "compute")
+    assert order == [("warm-up", timing.WARMUP_S["compute"]), ("sustained", timing.SUSTAINED_S["compute"], 0.0),
+                     ("cold",)]
+    assert out["warmup_calls"] == 4 and out["device_ms_sustained"] == 2.0 and out["device_ms_cold"] == 1.0

@@ -10,15 +10,17 @@ limit allows (15% slower on an H100 for 8192^3 bf16). Each mode records the mean
 at. How long the GPU needs to settle depends on the problem: a compute-bound one (a GEMM) runs into
 the power limit and needs a second; a memory-bound one's time does not move with the SM clock (its
 sustained and cold times agreed within 6% on the H100, L2 reuse included), so a quarter second does.
+That settling is the warm-up, and the sustained window follows it directly (on_gpu).
 
-Method (both GPU engines): warm-up calls first; cold samples each follow an L2 flush (a memset of
-twice the L2 size, outside the timed window); sampling stops once the relative standard deviation
-is under `max_noise` after `min_samples` and `min_time` of accumulated device time, or at `timeout`
-(which one is recorded); samples taken while the SM clock is under 75% of its maximum are dropped
-(nvbench's default), so the cold figure is that of a GPU not held at its power limit, the sustained
-one that of a GPU at it. Measured on the H100 (reports/h100/fast-run-2): at 50% the 8192^3 bf16
-GEMMs' cold samples ran at ~1,375 MHz instead of ~1,560 and their cold medians rose 12-15%, to the
-sustained figures; so 75% stays, though the fastest fp16 GEMMs may then keep no cold sample.
+Method (both GPU engines): the warm-up and the sustained window first; cold samples each follow an
+L2 flush (a memset of twice the L2 size, outside the timed window); sampling stops once the relative
+standard deviation is under `max_noise` after `min_samples` and `min_time` of accumulated device
+time, or at `timeout` (which one is recorded); samples taken while the SM clock is under 75% of its
+maximum are dropped (nvbench's default), so the cold figure is that of a GPU not held at its power
+limit, the sustained one that of a GPU at it. Measured on the H100 (reports/h100/fast-run-2): at 50%
+the 8192^3 bf16 GEMMs' cold samples ran at ~1,375 MHz instead of ~1,560 and their cold medians rose
+12-15%, to the sustained figures; so 75% stays, though the fastest fp16 GEMMs may then keep no cold
+sample.
 """
 from __future__ import annotations
 
@@ -67,7 +69,12 @@ def _done(samples, crit: Criterion, started: float) -> str | None:
     return None
 
 
-WARMUP_S = {"compute": 0.5, "memory": 0.2}      # by the problem's roofline
+# Back-to-back calls before anything is timed, by the problem's roofline: every case starts from a GPU
+# at its working clocks and temperature rather than from whatever the previous case left. A
+# power-bound GPU (a GEMM) needs a second to settle at its power limit (with less, a GEMM's first
+# back-to-back batches ran ~3% faster than triton's do_bench in a cool GPU's 2-second median); a
+# memory-bound kernel's time does not move with the SM clock.
+WARMUP_S = {"compute": 1.0, "memory": 0.25}
 
 
 @PHASES.timed("warm-up")
@@ -180,17 +187,21 @@ def sustained_wanted() -> bool:
 
 def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | None = None,
            with_sustained: bool = True) -> dict:
-    """A GPU case's timing: warm up, the cold figures from `measure(run)` (nvbench or events),
-    then the sustained mode, each as long as the problem's `roofline` needs (module docstring).
-    No separate hot batch: the sustained mode is the back-to-back figure (device_ms_warm: None)."""
+    """A GPU case's timing: the warm-up, the sustained window right after it (the warm-up is its
+    lead: no gap between them), then the cold figures from `measure(run)` (nvbench or events).
+    The sustained mode comes first so that one warm-up serves both: after the cold samples' rests
+    the sustained mode needed a lead of its own (a second for a GEMM), and the timing of a full run
+    spent 0.5 s a GEMM row more. No separate hot batch: the sustained mode is the back-to-back
+    figure (device_ms_warm: None)."""
     warmup_s = WARMUP_S[roofline] if warmup_s is None else warmup_s
     calls = warm_up(run, device.sync, warmup_s)
+    window = sustained(device, run, warmup_s / max(calls, 1), seconds=SUSTAINED_S[roofline]) \
+        if with_sustained else None
     with PHASES("sampling (cold)"):
         timing = measure(run)
     timing["warmup_calls"] = calls
-    timing["sustained"] = sustained(device, run, warmup_s / max(calls, 1), seconds=SUSTAINED_S[roofline],
-                                    lead_s=SUSTAINED_LEAD_S[roofline]) if with_sustained else None
-    timing["device_ms_sustained"] = (timing["sustained"] or {}).get("median_ms")
+    timing["sustained"] = window
+    timing["device_ms_sustained"] = (window or {}).get("median_ms")
     return timing
 
 
@@ -198,18 +209,15 @@ def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | No
 # with the SM clock), so a quarter second of them is enough, and the full run's GPU time is shorter.
 SUSTAINED_S = {"compute": 0.5, "memory": 0.25}
 SUSTAINED_BATCHES = 10
-# Back-to-back calls before the timed window, queued with no gap before it: after the cold samples'
-# rests a power-bound GPU needs a second to settle (with none, a GEMM's first batches ran ~3%
-# faster than triton's do_bench in a cool GPU's 2-second median); a memory-bound kernel does not.
-SUSTAINED_LEAD_S = {"compute": 1.0, "memory": 0.25}
 
 
 @PHASES.timed("sampling (sustained)")
 def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S["compute"], batches: int = SUSTAINED_BATCHES,
-              lead_s: float = SUSTAINED_LEAD_S["compute"]) -> dict:
-    """Back-to-back calls (no L2 flush, no gap): `lead_s` untimed, then about `seconds` timed as
-    `batches` consecutive batches by events on the stream; the SM clock is read while they run.
-    `call_s` is the measured wall time of one call, so a launch-bound call does not run for minutes."""
+              lead_s: float = 0.0) -> dict:
+    """Back-to-back calls (no L2 flush, no gap): `lead_s` untimed (on_gpu's warm-up is the lead),
+    then about `seconds` timed as `batches` consecutive batches by events on the stream; the SM
+    clock is read while they run. `call_s` is the measured wall time of one call, so a launch-bound
+    call does not run for minutes."""
     from cuda.core import EventOptions
     stream, opts = device.stream, EventOptions(timing_enabled=True)
     events = [device.device.create_event(opts) for _ in range(batches + 1)]
@@ -220,7 +228,7 @@ def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S["compute"
     one_s = max((events[1] - events[0]) / 1e3, call_s, 1e-7)
     per_batch = max(1, int(seconds / batches / one_s))
     clock, mhz = SmClock(device.device.pci_bus_id), []
-    for _ in range(max(1, int(lead_s / one_s))):
+    for _ in range(int(lead_s / one_s)):
         run()
     stream.record(events[0])
     for k in range(batches):
