@@ -328,3 +328,25 @@ def test_a_sharer_lets_a_waiting_timer_in_between_its_steps(tmp_path):
     assert ex_got - got < 0.55                       # after step 2 (0.4 s), with scheduling slack
     assert done >= ex_done - 0.01                    # the sharer went on after the timer, never beside it
     assert done - got >= 1.2 + 0.3 - 0.05            # its six steps plus the timer's turn
+
+
+def test_a_worker_of_test_cases_only_starts_no_timing(tmp_path, monkeypatch):
+    """A worker whose share has no bench case (a slow builder's part, what a resumed run has left)
+    checks its test cases and never starts a timing engine: nvbench refuses to run no benchmark,
+    which killed such workers before their first test case."""
+    import argparse
+    import dataclasses
+    import os
+
+    import problems
+    from harness.run import worker
+    monkeypatch.setattr(worker.Worker, "run_bench", lambda self, bench: pytest.fail(f"timing started: {bench}"))
+    seg = problems.get("segreduce")
+    items = tmp_path / "items.json"
+    items.write_text(json.dumps([{"problem": "segreduce", "case": dataclasses.asdict(seg.case("37x4097-float32"))}]))
+    read, write = os.pipe()
+    args = argparse.Namespace(backend="array_api", variant="numpy", items=str(items), fd=write, scratch=str(tmp_path))
+    assert worker.run_items(args) == 0
+    events = [json.loads(line) for line in os.fdopen(read).read().splitlines()]
+    done = [e["record"] for e in events if e["event"] == "done"]
+    assert [(r["case"], r["status"]) for r in done] == [("37x4097-float32", "ok")]
