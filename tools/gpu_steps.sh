@@ -6,7 +6,7 @@
 #
 #   bash tools/gpu_steps.sh STEP...      steps: cutlass, cutlass-part, cutlass-nvcc, cutlass-compile,
 #                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
-#                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick,
+#                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs,
 #                                        lanes-full, lanes-check, demo, profile
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
@@ -82,6 +82,9 @@ for step in "$@"; do
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
         run_ways --jobs "${JOBS:-8}" ${GPUS:+--gpus $GPUS} ${RESUME:+--resume} --out "$OUT/$step/run"
       run_profile "$OUT/$step/run/results.json" ;;
+    tests-jobs)       # issue 21: workers with test cases only, beside each other under nvbench (no bench case to
+                      # time: such workers died before their first case in session 16's full run)
+      run_ways -b triton -b numba_simt -b "array_api[cupy]" --cases test --no-compile --jobs 3 --out "$OUT/$step/run" ;;
     serial-quick)     # issue 21: the demo's selection the old, serial way (one worker at a time, no compile-time
                       # processes): the reference `ways compare` judges the full-jobs run's timed rows against
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
