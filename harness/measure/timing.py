@@ -212,12 +212,12 @@ SUSTAINED_BATCHES = 10
 
 
 @PHASES.timed("sampling (sustained)")
-def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S["compute"], batches: int = SUSTAINED_BATCHES,
-              lead_s: float = 0.0) -> dict:
-    """Back-to-back calls (no L2 flush, no gap): `lead_s` untimed (on_gpu's warm-up is the lead),
-    then about `seconds` timed as `batches` consecutive batches by events on the stream; the SM
-    clock is read while they run. `call_s` is the measured wall time of one call, so a launch-bound
-    call does not run for minutes."""
+def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S["compute"],
+              batches: int = SUSTAINED_BATCHES) -> dict:
+    """Back-to-back calls (no L2 flush, no gap) right after on_gpu's warm-up, which is their lead:
+    about `seconds` timed as `batches` consecutive batches by events on the stream; the SM clock is
+    read while they run. `call_s` is the measured wall time of one call, so a launch-bound call
+    does not run for minutes."""
     from cuda.core import EventOptions
     stream, opts = device.stream, EventOptions(timing_enabled=True)
     events = [device.device.create_event(opts) for _ in range(batches + 1)]
@@ -228,8 +228,6 @@ def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S["compute"
     one_s = max((events[1] - events[0]) / 1e3, call_s, 1e-7)
     per_batch = max(1, int(seconds / batches / one_s))
     clock, mhz = SmClock(device.device.pci_bus_id), []
-    for _ in range(int(lead_s / one_s)):
-        run()
     stream.record(events[0])
     for k in range(batches):
         for _ in range(per_batch):
@@ -241,7 +239,7 @@ def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S["compute"
         time.sleep(0.01)
     s = summarize([(events[k + 1] - events[k]) / 1e3 / per_batch for k in range(batches)])
     read = [m for m in mhz if m is not None]
-    s.update(calls=per_batch * batches, batches=batches, lead_s=lead_s, window_s=seconds, l2_flushed=False,
+    s.update(calls=per_batch * batches, batches=batches, window_s=seconds, l2_flushed=False,
              sm_clock_mhz=statistics.fmean(read) if read else None,
              sm_clock_note=None if read else clock.why_not)
     return s
@@ -281,6 +279,7 @@ def cost(records: list[dict]) -> dict | None:
         cold, sus = t.get("cold") or {}, t.get("sustained") or {}
         call_ms = t.get("device_ms_sustained") or t.get("device_ms_cold") or 0.0
         out["cold_s"] += cold.get("walltime_s") or 0.0
+        # lead_s: records made before session 16, whose sustained mode had a lead of its own
         out["sustained_s"] += (sus.get("lead_s") or 0.0) + (sus.get("calls") or 0) * (sus.get("median_ms") or 0.0) / 1e3
         out["warm_up_s"] += (t.get("warmup_calls") or 0) * call_ms / 1e3
         out["host_s"] += (t.get("host_samples") or 0) * (t.get("host_ms") or 0.0) / 1e3
