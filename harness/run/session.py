@@ -78,12 +78,13 @@ class Session:
             inputs = {k: self._upload(v, case.dtype) if isinstance(v, np.ndarray) else v
                       for k, v in host_inputs.items()}
             outputs = {name: self._upload(host, dt) for name, (host, dt) in poisoned.items()}
+            self.device.sync()           # all uploaded before the GPU is let go
         return host_inputs, inputs, outputs, ref
 
     def _upload(self, host: np.ndarray, dtype: str):
-        """One array to the device; a waiting timer may have the GPU before the next."""
+        """One array to the device; a waiting timer may have the GPU before the next (let_timers_in
+        synchronizes first, so only then)."""
         array = self.backend.to_device(host, dtype, self.variant)
-        self.device.sync()
         LOCK.let_timers_in(self.device.sync)
         return array
 
