@@ -6,7 +6,7 @@
 #
 #   bash tools/gpu_steps.sh STEP...      steps: cutlass, cutlass-part, cutlass-nvcc, cutlass-compile,
 #                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
-#                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs,
+#                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs, context-probe,
 #                                        lanes-full, lanes-check, demo, profile
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
@@ -85,6 +85,10 @@ for step in "$@"; do
     tests-jobs)       # issue 21: workers with test cases only, beside each other under nvbench (no bench case to
                       # time: such workers died before their first case in session 16's full run)
       run_ways -b triton -b numba_simt -b "array_api[cupy]" --cases test --no-compile --jobs 3 --out "$OUT/$step/run" ;;
+    context-probe)    # issue 21: does another process opening a CUDA context stretch a kernel being timed?
+      for n in 268435456 1048576; do
+        timeout 120 python -m tools.context_probe --n $n --out "$OUT/$step/context-$n.json" 2>&1 | tee -a "$OUT/$step/probe.txt"
+      done ;;
     serial-quick)     # issue 21: the demo's selection the old, serial way (one worker at a time, no compile-time
                       # processes): the reference `ways compare` judges the full-jobs run's timed rows against
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \

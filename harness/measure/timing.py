@@ -34,10 +34,10 @@ from harness.measure.phases import PHASES
 MAX_NOISE = 0.005
 MIN_SAMPLES = 10
 MIN_TIME_S = 0.25
-# No case needs longer: on the H100 the rows past 5 s were the 8192^3 fp16/bf16 GEMMs that run
-# under the 75% clock threshold from their first ms and kept 0-1 cold samples in 15 s (46-50 s of
-# each full run), and three that had 1,100-1,700 samples by 5 s (reports/h100/session15).
-TIMEOUT_S = 5.0
+# No case needs longer: on the H100 the rows past 3 s were the 8192^3 fp16 GEMMs that run under the
+# 75% clock threshold from their first ms and kept no cold sample in 5 s (four rows, 27 s of a full
+# run), and three with 570-1,280 samples by then (reports/h100/session16, run C; session 15: 15 s).
+TIMEOUT_S = 3.0
 THROTTLE_FRACTION = 0.75
 
 
@@ -92,9 +92,10 @@ def warm_up(run, sync, seconds: float) -> int:
 
 
 @PHASES.timed("host timing")
-def host_call_costs(run, sync, budget_s: float = 0.15, max_calls: int = 200) -> dict:
+def host_call_costs(run, sync, budget_s: float = 0.05, max_calls: int = 200) -> dict:
     """Wall time of a synchronized call (what a Python caller waits for) and of the dispatch alone
-    (run() returning, work still queued): the launch overhead a tool adds."""
+    (run() returning, work still queued): the launch overhead a tool adds. Medians of at least 5
+    calls, as many as `budget_s` allows (0.15 s took 19 s of a full run's GPU time)."""
     sync()
     calls, launches = [], []
     started = time.perf_counter()

@@ -37,10 +37,17 @@ class Session:
         self.backend = backends.get(backend_name)
         self.variant = variant
         self.backend.load(variant)       # imports the tool; raises Unavailable with the reason
-        with LOCK.shared():              # a CUDA context and a stream: GPU work (gpu_lock.py)
-            self.device = open_device(self.backend.device(variant))
+        kind = self.backend.device(variant)
+        with LOCK.shared() if kind == "cuda" else LOCK.released():   # a CUDA context and a stream: GPU work
+            self.device = open_device(kind)
             self.stream = self.backend.stream(self.device.handle, variant)
         self.modules: dict[str, object] = {}
+
+    def gpu_work(self):
+        """The GPU shared with other workers, for a variant that runs on it; a CPU variant's steps
+        (a 2^28-element NumPy call, its host copies) hold no GPU: a waiting timer need not wait
+        for them."""
+        return LOCK.shared() if self.device.kind == "cuda" else LOCK.released()
 
     def module(self, problem: str):
         if problem not in self.modules:
@@ -55,7 +62,7 @@ class Session:
         (`options` go to its build(): a tuning sweep tries configurations that way)."""
         host_inputs, inputs, outputs, ref = self.arrays(problem, case, seed, cache)
         # an autotuner times kernels in build(): it needs the GPU alone, as timing does
-        lock = LOCK.exclusive() if self.backend.build_times_kernels(problem.name, self.variant) else LOCK.shared()
+        lock = LOCK.exclusive() if self.backend.build_times_kernels(problem.name, self.variant) else self.gpu_work()
         with PHASES("builds"), lock, self.backend.stream_context(self.stream, self.variant):
             t0, waited, cpu0 = time.perf_counter(), PHASES.seconds.get(WAIT_PHASE, 0.0), cpu_seconds()
             build = self.module(problem.name).build
@@ -74,7 +81,7 @@ class Session:
             host_inputs, ref = case_data(problem, case, seed, cache)
             # made here, not in the upload's hold: a 2^28-element case's NaNs take seconds of CPU
             poisoned = {name: (poison(shape, dt), dt) for name, (shape, dt) in problem.output_spec(case).items()}
-        with PHASES("uploads"), LOCK.shared():
+        with PHASES("uploads"), self.gpu_work():
             inputs = {k: self._upload(v, case.dtype) if isinstance(v, np.ndarray) else v
                       for k, v in host_inputs.items()}
             outputs = {name: self._upload(host, dt) for name, (host, dt) in poisoned.items()}
@@ -91,7 +98,7 @@ class Session:
     def call(self, run, outputs: dict) -> tuple[dict, float]:
         """One call, the whole device synchronized before and after; the outputs it wrote (or
         returned) and its wall time."""
-        with PHASES("checked calls"), self.backend.stream_context(self.stream, self.variant):
+        with PHASES("checked calls"), self.gpu_work(), self.backend.stream_context(self.stream, self.variant):
             self.device.sync()
             t0 = time.perf_counter()
             returned = run()
