@@ -239,6 +239,39 @@ def test_a_timer_gets_the_core_kept_for_timing(tmp_path):
     assert timing == usable
 
 
+def test_a_compile_process_is_never_niced_while_it_holds_the_gpu(tmp_path):
+    """A niced process holding the GPU keeps a waiting timer waiting while busier processes keep it
+    off the cores: niced outside its holds where it may raise its priority again, else not at all.
+    In a process of its own (the priority is the process's threads')."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    if not hasattr(os, "setpriority"):
+        pytest.skip("no setpriority here")
+    script = (
+        "import os\n"
+        "from harness.measure.gpu_lock import LOCK\n"
+        "nice = lambda: os.getpriority(os.PRIO_PROCESS, 0)\n"
+        "base = nice()\n"
+        "LOCK.nice_outside_holds(5)\n"
+        "outside = nice()\n"
+        "with LOCK.shared():\n"
+        "    shared = nice()\n"
+        "    with LOCK.released():\n"
+        "        released = nice()\n"
+        "    with LOCK.exclusive():\n"
+        "        timing = nice()\n"
+        "import json; print(json.dumps([base, outside, shared, released, timing, nice()]))\n")
+    env = {**os.environ, "WAYS_GPU_LOCK": str(tmp_path / "gpu.lock")}
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+                         check=True)
+    base, outside, shared, released, timing, after = json.loads(out.stdout)
+    assert shared == timing == base                          # never niced while holding
+    assert outside in (base, min(base + 5, 19)) and released == after == outside
+
+
 def _labelled_hold(path, mode, who, doing, start_after, seconds, t0):
     from harness.measure.phases import PHASES
     time.sleep(max(0.0, t0 + start_after - time.time()))

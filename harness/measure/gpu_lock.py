@@ -43,6 +43,21 @@ class GpuLock:
         self.label = ""                 # what this process works on (the worker sets it per item)
         self._hold_started: dict | None = None
         self._phases_at_got: dict[str, float] = {}
+        self._niceness: tuple[int, int] | None = None     # (outside holds, inside): nice_outside_holds
+
+    def nice_outside_holds(self, niceness: int) -> None:
+        """Lower this process's CPU priority by `niceness` except while it holds the GPU. A niced
+        holder that busier processes keep off the cores keeps a waiting timer waiting (priority
+        inversion); so where this process may not raise its priority again (neither root nor
+        RLIMIT_NICE allows it), it is not niced at all."""
+        if self.path is None or niceness <= 0 or not hasattr(os, "setpriority"):
+            return
+        base = os.getpriority(os.PRIO_PROCESS, 0)
+        import resource
+        if not (os.geteuid() == 0 or 20 - resource.getrlimit(resource.RLIMIT_NICE)[0] <= base):
+            return
+        self._niceness = (base + niceness, base)
+        _set_niceness(self._niceness[0])
 
     def keep_timing_cores_free(self) -> None:
         """At a worker's start: leave the run's timing cores (WAYS_TIMING_CORES) to timers; this
@@ -133,6 +148,8 @@ class GpuLock:
                 fcntl.flock(self._turn, fcntl.LOCK_SH)
                 fcntl.flock(self._gpu, fcntl.LOCK_SH)
                 fcntl.flock(self._turn, fcntl.LOCK_UN)
+        if self._niceness is not None and (old == NONE) != (new == NONE):
+            _set_niceness(self._niceness[new != NONE])
         if new != NONE:
             self._phases_at_got = PHASES.so_far()
             self._hold_started = {"pid": os.getpid(), "who": self.label, "asked_in": doing,
@@ -156,16 +173,29 @@ class GpuLock:
             os.close(fd)
 
 
-def _set_affinity(cores: set[int]) -> None:
-    """Every thread of this process (a tool's own threads too) on `cores` (Linux)."""
+def _threads() -> list[int]:
+    """This process's threads (a tool's own too; Linux), else the calling one."""
     try:
-        threads = [int(t) for t in os.listdir("/proc/self/task")]
+        return [int(t) for t in os.listdir("/proc/self/task")]
     except OSError:
-        threads = [0]
-    for tid in threads:
+        return [0]
+
+
+def _set_affinity(cores: set[int]) -> None:
+    """Every thread of this process on `cores`."""
+    for tid in _threads():
         try:
             os.sched_setaffinity(tid, cores)
         except OSError:            # a thread that ended meanwhile
+            pass
+
+
+def _set_niceness(value: int) -> None:
+    """Every thread of this process at nice `value` (on Linux a thread's own)."""
+    for tid in _threads():
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, value)
+        except OSError:
             pass
 
 

@@ -259,15 +259,15 @@ def export_all(args) -> int:
     return 0
 
 
-COMPILE_NICENESS = 5     # beside --jobs workers: a worker that times gets a core before a compile process
+# beside --jobs workers a worker gets a core before a compile process, except while that one holds the GPU
+COMPILE_NICENESS = 5
 
 
 def compile_once(args) -> int:
     """Time build() and the first call in this (fresh) process, on the problem's compile case or
     else its first test case the implementation takes (or on --case); print one JSON line. With --export, time
     the ahead-of-time compile of that case instead (no GPU: nothing runs)."""
-    if LOCK.path is not None:
-        os.nice(COMPILE_NICENESS)
+    LOCK.nice_outside_holds(COMPILE_NICENESS)
     LOCK.label = f"{_impl(args)} {args.problem} (compile-time process)"
     problem = problems.get(args.problem)
     tests = [c for c in problem.cases() if c.kind == "test"]
