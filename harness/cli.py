@@ -341,7 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="after a case times out, still run that implementation's other cases (default: skip them)")
     run.add_argument("--compile-repeats", type=int, default=3, help="processes each for cold and warm (default 3)")
     run.add_argument("--compile-jobs", type=int, default=0,
-                     help="implementations whose compile-time processes run at once (default: a quarter of the cores)")
+                     help="implementations whose compile-time processes run at once (default: a quarter of the "
+                          "cores; beside --jobs workers all cores but one, over --compile-repeats)")
     run.add_argument("--jobs", type=int, default=1,
                      help="implementations whose workers run at once on one GPU: their CPU work (references, "
                           "compiling) overlaps, the GPU is theirs alone while one times (default 1)")

@@ -11,6 +11,7 @@ per lane). Longer rows already run full tiles with a block per row."""
 import numpy as np
 from numba import cuda
 
+from backends.base import compiling
 from cuda import compute           # binds only `compute`: `cuda` stays numba.cuda
 from cuda.compute import OpKind, TransformOutputIterator
 
@@ -31,8 +32,9 @@ def build(case, inputs, outputs, stream, variant=""):
     h_init = np.zeros((), dtype=np.float64 if wide else np.float32)    # the accumulator's type
     out = TransformOutputIterator(y, to_float32) if wide else y
     flat = x.reshape(rows * cols)
-    reducer = compute.make_segmented_reduce(d_in=flat, d_out=out, start_offsets_in=starts,
-                                            end_offsets_in=ends, op=OpKind.PLUS, h_init=h_init)
+    with compiling():      # CUB's kernels compiled on the CPU (they load lazily, at the first call)
+        reducer = compute.make_segmented_reduce(d_in=flat, d_out=out, start_offsets_in=starts,
+                                                end_offsets_in=ends, op=OpKind.PLUS, h_init=h_init)
     args = dict(d_in=flat, d_out=out, num_segments=rows, start_offsets_in=starts, end_offsets_in=ends,
                 op=OpKind.PLUS, h_init=h_init, stream=stream, **sized)
     temp = cuda.device_array(reducer(temp_storage=None, **args), dtype=np.uint8)

@@ -320,10 +320,11 @@ class Run:
         those of an idle machine; each record says how many ran beside it (`lock`: beside --jobs
         workers, whose GPU lock their GPU part takes)."""
         at_once = lock is not None and self.opts.compile_repeats > 1
-        # processes on a quarter of the cores; beside the workers on three quarters (a run that must end
-        # soon), each implementation's repeats at once
+        # processes on a quarter of the cores; beside the workers on all but the timer's, each
+        # implementation's repeats at once: on three quarters of an H100 node's 16 they ended 21 s after
+        # the workers, the full run's longest path, with the cores 61% busy (reports/h100/session17)
         cores = self.cores
-        jobs = self.opts.compile_jobs or max(1, cores * 3 // 4 // self.opts.compile_repeats if at_once else cores // 4)
+        jobs = self.opts.compile_jobs or max(1, (cores - 1) // self.opts.compile_repeats if at_once else cores // 4)
         self.progress.describe(f"compile time: {len(todo)} implementations, {jobs} at a time")
         results = supervise.in_threads(jobs, self._compile_times, [(j, scratch, aot, lock, at_once) for j, aot in todo])
         processes = jobs * (self.opts.compile_repeats if at_once else 1)
