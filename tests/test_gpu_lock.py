@@ -104,6 +104,30 @@ def test_run_with_two_jobs_accounts_for_its_time(tmp_path):
     assert ways("run", "--jobs", "0", "--out", str(out)).returncode == 2
 
 
+def test_a_cpu_variant_times_without_holding_the_gpu(tmp_path):
+    """A CPU variant's work is CPU work: beside --jobs workers its timing and its calls hold no GPU,
+    so no timer waits for them (session 16: NumPy's 2^28-element rows held it 26 s of the timers'
+    time)."""
+    from harness.measure.gpu_lock import LOCK, NONE, SHARED
+    from harness.run.session import Session
+    from tests.test_cli import ways
+    s = Session("array_api", "numpy")
+    with LOCK.shared():
+        assert LOCK.mode == SHARED
+        with s.gpu_work():
+            assert LOCK.mode == NONE
+    out = tmp_path / "out"
+    r = ways("run", "-p", "gemm", "-b", "array_api[numpy]", "--shape", "M=300,N=200,K=100", "--dtype", "fp32",
+             "--no-compile", "--jobs", "2", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "results.json").read_text())
+    [rec] = [x for x in doc["records"] if x["variant"] == "numpy"]
+    assert rec["status"] == "ok" and rec["timing"]["engine"] == "host-timer"
+    assert doc["run"]["gpu_lock"]["timing_holds"] == 0
+    holds = [json.loads(line) for line in (out / "gpu-lock-holds.jsonl").read_text().splitlines()]
+    assert all(h["mode"] == "shared" for h in holds), holds         # the worker's sections, never timing
+
+
 def test_compile_time_processes_run_beside_the_jobs_workers(tmp_path):
     """--jobs: the compile-time processes start with the workers (under the same GPU lock), each
     implementation's cold repeats at once, then its warm ones, each on a cache a cold one filled."""
