@@ -38,16 +38,14 @@ class Session:
         self.variant = variant
         self.backend.load(variant)       # imports the tool; raises Unavailable with the reason
         kind = self.backend.device(variant)
-        with LOCK.shared() if kind == "cuda" else LOCK.released():   # a CUDA context and a stream: GPU work
+        with gpu_hold(kind):             # a CUDA context and a stream: GPU work
             self.device = open_device(kind)
             self.stream = self.backend.stream(self.device.handle, variant)
         self.modules: dict[str, object] = {}
 
-    def gpu_work(self):
-        """The GPU shared with other workers, for a variant that runs on it; a CPU variant's steps
-        (a 2^28-element NumPy call, its host copies) hold no GPU: a waiting timer need not wait
-        for them."""
-        return LOCK.shared() if self.device.kind == "cuda" else LOCK.released()
+    def gpu_work(self, alone: bool = False):
+        """This variant's hold of the GPU for one step (gpu_hold)."""
+        return gpu_hold(self.device.kind, alone)
 
     def module(self, problem: str):
         if problem not in self.modules:
@@ -62,7 +60,7 @@ class Session:
         (`options` go to its build(): a tuning sweep tries configurations that way)."""
         host_inputs, inputs, outputs, ref = self.arrays(problem, case, seed, cache)
         # an autotuner times kernels in build(): it needs the GPU alone, as timing does
-        lock = LOCK.exclusive() if self.backend.build_times_kernels(problem.name, self.variant) else self.gpu_work()
+        lock = self.gpu_work(alone=self.backend.build_times_kernels(problem.name, self.variant))
         with PHASES("builds"), lock, self.backend.stream_context(self.stream, self.variant):
             t0, waited, cpu0 = time.perf_counter(), PHASES.seconds.get(WAIT_PHASE, 0.0), cpu_seconds()
             build = self.module(problem.name).build
@@ -139,6 +137,15 @@ class Session:
         host = self.backend.to_host(array, self.variant)
         LOCK.let_timers_in(self.device.sync)
         return host
+
+
+def gpu_hold(kind: str, alone: bool = False):
+    """The GPU lock for a step of a variant on device `kind`: shared with other workers, or held
+    alone (`alone`: timing, an autotuner's build); a CPU variant's steps (a 2^28-element NumPy call,
+    its host copies, its timing) hold no GPU, so a waiting timer need not wait for them."""
+    if kind != "cuda":
+        return LOCK.released()
+    return LOCK.exclusive() if alone else LOCK.shared()
 
 
 @dataclass

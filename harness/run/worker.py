@@ -104,11 +104,11 @@ class Worker:
         def timed():
             last["out"] = b.run()
 
-        on_gpu = s.device.kind == "cuda"
-        # no other worker's kernels in the timed window; a CPU variant's timing needs no GPU
-        with s.backend.stream_context(s.stream, s.variant), LOCK.exclusive() if on_gpu else LOCK.released():
+        # no other worker's kernels in the timed window
+        with s.backend.stream_context(s.stream, s.variant), s.gpu_work(alone=True):
             timing = timing_mod.on_gpu(s.device, timed, measure, problem.roofline,
-                                       with_sustained=timing_mod.sustained_wanted()) if on_gpu else measure(timed)
+                                       with_sustained=timing_mod.sustained_wanted()) if s.device.kind == "cuda" \
+                else measure(timed)
             if "host_ms" not in timing:
                 timing.update(timing_mod.host_call_costs(timed, s.device.sync))
         s.device.sync()
