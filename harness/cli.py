@@ -45,26 +45,31 @@ def _memory_limits() -> list[tuple[str, int]]:
     return limits
 
 
-def custom_case(args):
-    if args.shape is None:
-        return None
+def custom_cases(args) -> dict:
+    """--shape (repeatable, each KEY=INT,...[:DTYPE]; --dtype the default): {problem: its cases}."""
+    if not args.shape:
+        return {}
     if len(args.problem or []) != 1:
         raise UsageError("--shape needs exactly one -p PROBLEM") from None
     try:
         problem = problems.get(args.problem[0])
     except KeyError as exc:
         raise UsageError(exc.args[0]) from None
-    try:
-        case = problem.custom_case(parse_shape(args.shape), args.dtype or problem.dtypes[0])
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    need = problem.footprint(case)
-    for what, have in _memory_limits():
-        factor = 4 if what == "host memory" else 1     # the host also holds the float64 reference
-        if need * factor > have:
-            raise UsageError(f"--shape {args.shape} needs {need * factor / 2**30:.1f} GiB, more than the "
-                             f"{have / 2**30:.1f} GiB of {what}")
-    return case
+    cases = {}
+    for text in args.shape:
+        shape, _, dtype = text.partition(":")
+        try:
+            case = problem.custom_case(parse_shape(shape), dtype or args.dtype or problem.dtypes[0])
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        need = problem.footprint(case)
+        for what, have in _memory_limits():
+            factor = 4 if what == "host memory" else 1     # the host also holds the float64 reference
+            if need * factor > have:
+                raise UsageError(f"--shape {text} needs {need * factor / 2**30:.1f} GiB, more than the "
+                                 f"{have / 2**30:.1f} GiB of {what}")
+        cases.setdefault(case.name, case)
+    return {problem.name: tuple(cases.values())}
 
 
 def writable_dir(path: str) -> Path:
@@ -135,12 +140,12 @@ def cmd_run(args) -> int:
         registry.select(args.problem, args.backend)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if args.dtype and args.shape is None:
+    if args.dtype and not args.shape:
         try:
             dtype_of(args.dtype)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-    if not args.timeout > 0:
+    if args.timeout is not None and not args.timeout > 0:
         raise UsageError(f"--timeout {args.timeout:g} must be a positive number of seconds")
     if args.compile_repeats < 1:
         raise UsageError(f"--compile-repeats {args.compile_repeats} must be at least 1")
@@ -152,7 +157,7 @@ def cmd_run(args) -> int:
         raise UsageError("--quick picks its own cases: leave out --shape and --case")
     if args.resume and args.ray:
         raise UsageError("--resume goes on with a run on this machine's GPUs; --ray runs start afresh")
-    case = custom_case(args)
+    custom = custom_cases(args)
     names = tuple(args.case or ())
     if names:
         known = {c.name for p in (args.problem or problems.names()) for c in problems.get(p).cases()}
@@ -162,10 +167,10 @@ def cmd_run(args) -> int:
                              f"case names look like {sorted(known)[0]})")
     kinds = {"test": ("test",), "bench": ("bench",), "all": ("test", "bench")}[args.cases]
     out = writable_dir(args.out)
-    opts = Options(problems=args.problem or [], backends=args.backend or [], kinds=kinds, custom=case,
+    opts = Options(problems=args.problem or [], backends=args.backend or [], kinds=kinds, custom=custom,
                    out=out, item_timeout=args.timeout, measure_compile=not (args.no_compile or args.quick),
                    compile_repeats=args.compile_repeats, retry_after_timeout=args.retry_after_timeout,
-                   dtype=dtype_of(args.dtype).name if args.dtype and case is None else None,
+                   dtype=dtype_of(args.dtype).name if args.dtype and not custom else None,
                    case_names=names, quick=args.quick, compile_jobs=args.compile_jobs, jobs=args.jobs,
                    resume=args.resume)
     if args.resume and not args.gpus:       # a --gpus run's lanes are checked once they are known
@@ -321,6 +326,33 @@ def cmd_compare(args) -> int:
     return 1 if any(v.regression for v in verdicts) else 0
 
 
+def cmd_sweep(args) -> int:
+    """Random shapes per problem, every selected implementation checked on them (harness/run/sweep.py)."""
+    from harness.report.terminal import print_summary
+    from harness.run import sweep
+    from harness.run.progress import RichProgress
+    from harness.run.runner import Options, Run
+    try:
+        chosen = registry.select(args.problem, args.backend)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.count < 1:
+        raise UsageError(f"--count {args.count} must be at least 1")
+    if args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs} must be at least 1")
+    names = args.problem or sorted({i.problem for i in chosen})
+    out = writable_dir(args.out)
+    opts = Options(problems=names, backends=args.backend or [], kinds=("test",), out=out,
+                   custom=sweep.draw(names, args.count, args.seed), item_timeout=args.timeout,
+                   measure_compile=False, jobs=args.jobs, retry_after_timeout=True)
+    doc = Run(opts, RichProgress()).execute()
+    print_summary(doc)
+    (out / "sweep.md").write_text(sweep.markdown(doc))
+    found = sweep.findings(doc)
+    print(f"{len(found)} finding(s): {out / 'sweep.md'}")
+    return 1 if found else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="ways", description="1,001 ways to write a CUDA kernel in Python")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -331,11 +363,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-b", "--backend", action="append",
                      help="backend or backend[variant], e.g. array_api[torch] (repeatable)")
     run.add_argument("--cases", choices=("test", "bench", "all"), default="all")
-    run.add_argument("--shape", help="your own case, e.g. M=4096,N=4096,K=1024 (with one -p)")
+    run.add_argument("--shape", action="append",
+                     help="your own case, e.g. M=4096,N=4096,K=1024 or rows=3,cols=5:bf16 (with one -p; repeatable)")
     run.add_argument("--dtype", help="float32|float16|bfloat16 (or fp32, fp16, bf16)")
     run.add_argument("--case", action="append", help="only this built-in case, e.g. 129x257x65-float16 (repeatable)")
     run.add_argument("--out", default="reports/latest", help="output directory (default reports/latest)")
-    run.add_argument("--timeout", type=float, default=600.0, help="seconds one case may take (default 600)")
+    run.add_argument("--timeout", type=float, default=None,
+                     help="seconds of its own work one case may take (its waits for the GPU not counted); default: "
+                          "60 + 2.5 x the build's known cost + 20 per GiB the case moves")
     run.add_argument("--no-compile", action="store_true", help="skip the cold/warm compile-time processes")
     run.add_argument("--retry-after-timeout", action="store_true",
                      help="after a case times out, still run that implementation's other cases (default: skip them)")
@@ -358,6 +393,15 @@ def build_parser() -> argparse.ArgumentParser:
                      help="go on with the interrupted run in --out (give the same selection, and its --gpus): what "
                           "it has not done yet (failed rows again), appended to its results")
     run.set_defaults(fn=cmd_run)
+    swp = sub.add_parser("sweep", help="random shapes per problem, every implementation checked on them")
+    swp.add_argument("-p", "--problem", action="append", help="one of the problems (repeatable; default all)")
+    swp.add_argument("-b", "--backend", action="append", help="backend or backend[variant] (repeatable)")
+    swp.add_argument("--count", type=int, default=200, help="random shapes per problem (default 200)")
+    swp.add_argument("--seed", type=int, default=0, help="draws the same shapes again (default 0)")
+    swp.add_argument("--jobs", type=int, default=1, help="implementations whose workers run at once (as ways run)")
+    swp.add_argument("--timeout", type=float, default=None, help="seconds of its own work a case may take")
+    swp.add_argument("--out", default="reports/latest-sweep", help="output directory (default reports/latest-sweep)")
+    swp.set_defaults(fn=cmd_sweep)
     rep = sub.add_parser("report", help="Markdown summary, figures (and --html a page) of results.json files")
     rep.add_argument("results", nargs="+", help="one results.json, or several to merge (e.g. several GPUs)")
     rep.add_argument("--html", action="store_true", help="also write one self-contained index.html")
@@ -385,6 +429,11 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("ways: interrupted; results.json (complete: false) keeps what was measured", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (`ways env | head -1`): stop quietly, as a Unix filter does; the
+        # interpreter's own flush at exit must not write to the closed pipe either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

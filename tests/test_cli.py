@@ -314,3 +314,14 @@ def test_an_interrupted_run_goes_on_with_resume(tmp_path, bad_backends):
     assert again.returncode == 2 and "is complete" in again.stderr
     nothing = ways("run", "-p", "segreduce", "--resume", "--out", str(tmp_path / "empty"))
     assert nothing.returncode == 2 and "no run to go on with" in nothing.stderr
+
+
+@pytest.mark.parametrize("command", [["env"], ["list"]])
+def test_a_cli_piped_into_head_exits_quietly(command):
+    """`ways env | head -1`: the reader closes the pipe early; no BrokenPipeError traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *command], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "200"})
+    proc.stdout.close()             # as head does after its line; here before any, so every write meets it
+    _, err = proc.communicate(timeout=120)
+    assert err == b"", err.decode()
+    assert proc.returncode in (0, 1)        # rich's console ends a broken pipe with exit 1 itself

@@ -44,6 +44,9 @@ class GpuLock:
         self._hold_started: dict | None = None
         self._phases_at_got: dict[str, float] = {}
         self._niceness: tuple[int, int] | None = None     # (outside holds, inside): nice_outside_holds
+        # called with True when this process starts waiting for another's hold, False once it has the
+        # GPU: a worker tells its supervisor, whose clock for the case stops while it waits
+        self.on_wait = lambda waiting: None
 
     def nice_outside_holds(self, niceness: int) -> None:
         """Lower this process's CPU priority by `niceness` except while it holds the GPU. A niced
@@ -138,15 +141,15 @@ class GpuLock:
             fcntl.flock(self._gpu, fcntl.LOCK_UN)     # before the turnstile: a waiting timer may hold it
         asked, doing = time.time(), PHASES.current()
         if new == EXCLUSIVE:
-            with PHASES(WAIT_PHASE):
-                fcntl.flock(self._turn, fcntl.LOCK_EX)
-                fcntl.flock(self._gpu, fcntl.LOCK_EX)
+            with PHASES(WAIT_PHASE), self._waiting() as take:
+                take(self._turn, fcntl.LOCK_EX)
+                take(self._gpu, fcntl.LOCK_EX)
             if self._timing_core is not None:      # an idle core beside the others: the scheduler moves it there
                 _set_affinity(self._cores | {self._timing_core})
         elif new == SHARED:
-            with PHASES(WAIT_PHASE):
-                fcntl.flock(self._turn, fcntl.LOCK_SH)
-                fcntl.flock(self._gpu, fcntl.LOCK_SH)
+            with PHASES(WAIT_PHASE), self._waiting() as take:
+                take(self._turn, fcntl.LOCK_SH)
+                take(self._gpu, fcntl.LOCK_SH)
                 fcntl.flock(self._turn, fcntl.LOCK_UN)
         if self._niceness is not None and (old == NONE) != (new == NONE):
             _set_niceness(self._niceness[new != NONE])
@@ -155,6 +158,28 @@ class GpuLock:
             self._hold_started = {"pid": os.getpid(), "who": self.label, "asked_in": doing,
                                   "mode": "exclusive" if new == EXCLUSIVE else "shared",
                                   "asked": round(asked, 4), "got": round(time.time(), 4)}
+
+    @contextmanager
+    def _waiting(self):
+        """A `take(file, mode)` that flocks without blocking where it can; where it must block, on_wait
+        hears of it (once), and again when the GPU is had."""
+        blocked = []
+
+        def take(f, how):
+            try:
+                fcntl.flock(f, how | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                pass
+            if not blocked:
+                blocked.append(True)
+                self.on_wait(True)
+            fcntl.flock(f, how)
+        try:
+            yield take
+        finally:
+            if blocked:
+                self.on_wait(False)
 
     def _log_hold(self) -> None:
         """One line per hold, appended in one write (atomic beside the other workers' lines)."""

@@ -18,11 +18,11 @@ class Options:
     problems: list[str] = field(default_factory=list)
     backends: list[str] = field(default_factory=list)
     kinds: tuple[str, ...] = ("test", "bench")
-    custom: Case | None = None
+    custom: dict[str, tuple[Case, ...]] = field(default_factory=dict)   # problem -> its own cases (--shape)
     dtype: str | None = None          # keep only built-in cases of this dtype
     case_names: tuple[str, ...] = ()  # keep only built-in cases of these names
     out: Path = Path("reports/latest")
-    item_timeout: float = 600.0
+    item_timeout: float | None = None  # seconds of a case's own work; None: time_limit's rule per case
     startup_timeout: float = 300.0
     compile_repeats: int = 3
     measure_compile: bool = True
@@ -51,6 +51,33 @@ SLOW_BUILD_S = 30.0
 def first_build_s(impl: Impl) -> float:
     """About how long the implementation's first build takes (Backend.first_build_s, measured on the H100)."""
     return backends.get(impl.backend).first_build_s(impl.problem, impl.variant)
+
+
+# A case's time limit where --timeout does not set one: a fixed part (start-up, checks, timing), the
+# build's known cost, and the host's inputs, float64 reference and copies by the case's bytes. In the
+# full run on one H100 (--jobs 8) no case's own work took more than 0.54 of it (cutlass_ops's search
+# on 1000^3), so one hang costs about a minute and a half, not ten.
+LIMIT_BASE_S, LIMIT_PER_BUILD_S, LIMIT_PER_GIB_S = 60.0, 2.5, 20.0
+# a compile-time process: a fresh process's imports, build and first call
+COMPILE_LIMIT_BASE_S, COMPILE_LIMIT_PER_BUILD_S = 120.0, 4.0
+# one process of its own (the peaks, a compile-only export of every test case)
+PROCESS_LIMIT_S = 600.0
+
+
+def time_limit(impl: Impl, case: Case, opts: Options) -> float:
+    """Seconds of the case's own work before it counts as hung (its waits for the GPU not counted)."""
+    if opts.item_timeout is not None:
+        return opts.item_timeout
+    nbytes, _ = problems.get(impl.problem).work(case)
+    return LIMIT_BASE_S + LIMIT_PER_BUILD_S * first_build_s(impl) + LIMIT_PER_GIB_S * nbytes / 2**30
+
+
+def compile_limit(impl: Impl, opts: Options) -> float:
+    return opts.item_timeout or COMPILE_LIMIT_BASE_S + COMPILE_LIMIT_PER_BUILD_S * first_build_s(impl)
+
+
+def process_limit(opts: Options) -> float:
+    return opts.item_timeout or PROCESS_LIMIT_S
 
 
 def slow_builder(impl: Impl) -> bool:
@@ -91,7 +118,7 @@ def by_implementation(jobs: list[Job]) -> list[Job]:
 
 def plan(opts: Options) -> list[Job]:
     impls = registry.select(opts.problems, opts.backends)
-    if "bench" in opts.kinds or opts.custom is not None:
+    if "bench" in opts.kinds or opts.custom:
         impls += vendor_references(impls)
     def wanted(problem: str, c: Case) -> bool:
         return (opts.dtype in (None, c.dtype) and (not opts.case_names or c.name in opts.case_names)

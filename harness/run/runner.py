@@ -20,7 +20,8 @@ from harness.measure.phases import Phases
 from harness.results import crosscheck, records
 from harness.run import compile_times, resume, supervise
 from harness.run.outdir import OutputBusy, exclusive, set_aside_previous  # noqa: F401 (re-exported)
-from harness.run.plan import Job, Options, by_implementation, first_build_s, plan, shards, slow_builder  # noqa: F401
+from harness.run.plan import (Job, Options, by_implementation, compile_limit, first_build_s, plan,  # noqa: F401
+                               process_limit, shards, slow_builder, time_limit)
 from harness.run.slots import Slots
 from problems.base import Case
 
@@ -48,6 +49,7 @@ class Run:
         self.compiled_elsewhere = set(compiled)
         self._lock = threading.Lock()          # --jobs: the workers' threads report through it
         self._beside: threading.Thread | None = None     # --jobs: the compile-time processes' thread
+        self.watch = supervise.Watch()         # --jobs: which cases were in flight beside a hang
 
     def execute(self) -> dict:
         """Run the plan into --out. One run at a time per folder (OutputBusy otherwise); a previous
@@ -69,7 +71,7 @@ class Run:
                 "id": uuid.uuid4().hex[:12], "started": _iso(started), "argv": sys.argv[1:],
                 "kinds": list(self.opts.kinds), "quick": self.opts.quick, "gpu_lane": self.lane,
                 "selection": resume.selection(self.opts),
-                "custom_case": self.opts.custom.to_json() if self.opts.custom else None}})
+                "custom_cases": resume.custom_json(self.opts.custom)}})
             ended = False
             load = cpu_load.CpuLoad(env.usable_core_ids())
             try:
@@ -139,6 +141,10 @@ class Run:
         elif todo:
             with self.phases("compile-time processes"):
                 self._all_compile_times(todo, writer, scratch)
+        again = self.watch.beside_hangs()
+        if again:
+            with self.phases("cases judged again after a hang"):
+                self._judge_again(available, again, writer, scratch)
         writer.write({"type": "gpu_state", "when": "after", "state": gpu.state(self.lane)})
         with self.phases("cross-check"):
             for row in crosscheck.pairwise(scratch / "outputs"):
@@ -184,7 +190,7 @@ class Run:
 
     def _peaks(self, scratch: Path) -> dict:
         try:
-            return supervise.run_json(["peaks"], supervise.worker_env(self.lane_env), self.opts.item_timeout,
+            return supervise.run_json(["peaks"], supervise.worker_env(self.lane_env), process_limit(self.opts),
                                       self.out / "logs" / "peaks.log")
         except RuntimeError as exc:
             return {"error": str(exc)[-2000:]}
@@ -200,7 +206,7 @@ class Run:
                                         backend.search_paths(impl.variant))
             done = {d["case"]: d for d in supervise.run_json(
                 ["export", "--backend", impl.backend, "--variant", impl.variant, "--problem", impl.problem],
-                env_, self.opts.item_timeout, self.out / "logs" / f"{impl.label}.{impl.problem}.export.log")["cases"]}
+                env_, process_limit(self.opts), self.out / "logs" / f"{impl.label}.{impl.problem}.export.log")["cases"]}
         except RuntimeError as exc:
             done, error = {}, str(exc)[-2000:]
         for case in job.cases:
@@ -279,7 +285,31 @@ class Run:
         finally:
             slots.done(kind)
 
-    def _run_job(self, job: Job, writer, scratch: Path, extra_env: dict | None = None) -> None:
+    def _judge_again(self, jobs: list[Job], again: dict[tuple, str], writer, scratch: Path) -> None:
+        """The cases in flight beside a hang (supervise.Watch), run again one worker at a time on a
+        quiet GPU: a row fails only for its own fault. Each new record says why it was re-run and
+        what its first run came to."""
+        first = {records.record_key(r): r for r in self.records}
+        by_impl: dict[tuple, Job] = {}
+        for job in jobs:
+            for part in (job, *job.also):
+                for case in part.cases:
+                    key = (part.impl.backend, part.impl.variant, part.impl.problem, case.name)
+                    if key in again:
+                        by_impl.setdefault(key[:3], Job(part.impl, [])).cases.append(case)
+        self.progress.describe(f"judging {len(again)} case(s) again after a hang")
+        for job in by_impl.values():
+            notes = {}
+            for case in job.cases:
+                key = (job.impl.backend, job.impl.variant, job.impl.problem, case.name)
+                was = first.get(key, {})
+                line = (was.get("error") or was.get("reason") or "").split("\n")[0]
+                notes[case.name] = {"why": again[key], "first": f"{was.get('status', 'not reported')}"
+                                    + (f": {line}" if line else "")}
+            self._run_job(job, writer, scratch, rerun=notes)
+
+    def _run_job(self, job: Job, writer, scratch: Path, extra_env: dict | None = None,
+                 rerun: dict[str, dict] | None = None) -> None:
         impl = job.impl
         backend = backends.get(impl.backend)
         cache = scratch / "cache" / impl.label
@@ -296,8 +326,9 @@ class Run:
                 part, case = owners[index]
                 self.progress.describe(f"{impl.label} {part.impl.problem} {case.name}")
             elif event["event"] == "done":
-                self._emit(writer, event["record"])
-                self.progress.advance(impl.label)
+                self._emit(writer, judged_again(event["record"]))
+                if not rerun:
+                    self.progress.advance(impl.label)
             elif event["event"] == "device":
                 writer.write({"type": "device", "device": event["properties"]})
             elif event["event"] == "phases":
@@ -305,14 +336,21 @@ class Run:
                     self.worker_phases.add(event["phases"])
 
         def on_lost(index, message, status):
-            self._emit(writer, self._record(*owners[index], status=status, error=message))
-            self.progress.advance(impl.label)
+            self._emit(writer, judged_again(self._record(*owners[index], status=status, error=message)))
+            if not rerun:
+                self.progress.advance(impl.label)
+
+        def judged_again(rec):
+            if rerun and rec["case"] in rerun:
+                rec["rerun"] = rerun[rec["case"]]
+            return rec
 
         problems_ = "+".join(part.impl.problem for part in parts)
+        limits = [time_limit(part.impl, c, self.opts) for part, c in owners]
         supervise.run_items(impl.backend, impl.variant, items, scratch,
                             self.out / "logs" / f"{impl.label}.{problems_}{job.shard}.log", environ,
-                            self.opts.item_timeout, self.opts.startup_timeout, on_event, on_lost,
-                            self.opts.retry_after_timeout)
+                            limits, self.opts.startup_timeout, on_event, on_lost,
+                            self.opts.retry_after_timeout, self.watch if self.opts.jobs > 1 and not rerun else None)
 
     def _all_compile_times(self, todo: list[tuple[Job, bool]], writer, scratch: Path, lock: dict | None = None) -> None:
         """Every implementation's compile-time processes, `compile_jobs` implementations at a time.
@@ -354,7 +392,7 @@ class Run:
         # a build of minutes varies little (nvmath's cold ones: 77-83 s), and three cold and three warm
         # processes of it would take more CPU than the rest of the run's compile processes together
         repeats = 1 if slow_builder(impl) and lock else self.opts.compile_repeats
-        return compile_times.measure(impl, scratch, log, repeats, self.opts.item_timeout,
+        return compile_times.measure(impl, scratch, log, repeats, compile_limit(impl, self.opts),
                                      {**self.lane_env, **(lock or {})}, ahead_of_time, at_once=at_once)
 
 

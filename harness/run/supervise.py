@@ -1,11 +1,14 @@
 """Run a worker process and read its JSON-line events with deadlines: a crash or hang in one item
 becomes a 'failed' record for that item and the worker is started again for the rest (after a
-hang, the rest are skipped unless asked otherwise: one hang costs one timeout). A worker's output
+hang, the rest are skipped unless asked otherwise: one hang costs one time limit). A case's clock
+counts its own work, not its waits for another worker's hold of the GPU; with several workers on
+one GPU, the Watch tells which cases were in flight beside a hang. A worker's output
 goes to its log through a capped drain, and a worker left running by an interrupt is killed."""
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import selectors
 import signal
@@ -32,16 +35,17 @@ def worker_env(extra: dict[str, str], search_paths: dict[str, str] | None = None
 
 
 def _lines(fd: int, deadline_of):
-    """Yield decoded JSON events from fd; yield None when the deadline passes first."""
+    """Yield decoded JSON events from fd; yield None each time the deadline passes first (the caller
+    stops, or moves the deadline and reads on). A deadline of inf waits as long as it takes."""
     sel = selectors.DefaultSelector()
     sel.register(fd, selectors.EVENT_READ)
     buf = b""
     try:
         while True:
             wait = deadline_of() - time.monotonic()
-            if wait <= 0 or not sel.select(timeout=wait):
+            if wait <= 0 or not sel.select(timeout=None if wait == math.inf else wait):
                 yield None
-                return
+                continue
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 return
@@ -52,6 +56,71 @@ def _lines(fd: int, deadline_of):
                     yield json.loads(line)
     finally:
         sel.close()
+
+
+class Watch:
+    """The items of workers that share one GPU (`ways run --jobs`) on a timeline: when each was in
+    flight, and when one hung. A kernel that never ends keeps the GPU from every other process until
+    its own is killed, so a case in flight beside a hang cannot be judged by what happened to it
+    then: the runner runs it again afterwards on a quiet GPU (`beside_hangs`). While a hung worker is
+    being killed, another whose clock runs out gets its time again (`others_hanging`)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.spans: dict[tuple, list[float]] = {}     # item -> [start, end] (end inf while in flight)
+        self.hangs: list[tuple[tuple, float, float, str]] = []   # (item, since, killed, what)
+        self.skipped_after: dict[tuple, tuple] = {}   # item not run -> the item whose time-out skipped it
+        self._hanging: set[tuple] = set()
+
+    def began(self, key: tuple) -> None:
+        with self._lock:
+            self.spans[key] = [time.monotonic(), math.inf]
+
+    def ended(self, key: tuple) -> None:
+        with self._lock:
+            if key in self.spans and self.spans[key][1] == math.inf:
+                self.spans[key][1] = time.monotonic()
+
+    def others_hanging(self, key: tuple) -> bool:
+        with self._lock:
+            return bool(self._hanging - {key})
+
+    @contextlib.contextmanager
+    def hanging(self, key: tuple, since: float, what: str):
+        """Around the kill of a worker hung on `key` since `since` (its last sign of life)."""
+        with self._lock:
+            self._hanging.add(key)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._hanging.discard(key)
+                self.hangs.append((key, since, time.monotonic(), what))
+                if key in self.spans and self.spans[key][1] == math.inf:
+                    self.spans[key][1] = time.monotonic()
+
+    def skipped(self, key: tuple, after: tuple) -> None:
+        with self._lock:
+            self.skipped_after[key] = after
+
+    def beside_hangs(self) -> dict[tuple, str]:
+        """Every item in flight while another hung, and those a time-out of one of them left not
+        run: item -> why it is judged again."""
+        again = {}
+        for key, (start, end) in self.spans.items():
+            for hung, since, killed, what in self.hangs:
+                if hung != key and start < killed and end > since:
+                    again[key] = f"it was in flight while {' '.join(hung[2:])} of {_label(hung)} hung ({what})"
+                    break
+        for key, after in self.skipped_after.items():
+            if after in again and key not in again:
+                again[key] = f"it was not run after {' '.join(after[2:])} timed out, which is judged again"
+        return again
+
+
+def _label(key: tuple) -> str:
+    backend, variant = key[:2]
+    return f"{backend}[{variant}]" if variant else backend
 
 
 _RUNNING: set[subprocess.Popen] = set()      # workers being waited on, from any thread
@@ -162,15 +231,21 @@ def _exit_text(rc: int) -> str:
 
 
 def run_items(backend: str, variant: str, items: list, scratch: Path, log: Path, env: dict,
-              item_timeout: float, startup_timeout: float, on_event, on_lost,
-              retry_after_timeout: bool = False) -> None:
+              limits: list[float], startup_timeout: float, on_event, on_lost,
+              retry_after_timeout: bool = False, watch: Watch | None = None) -> None:
     """Feed `items` (JSON-able dicts) to workers until each has a record.
 
-    on_event(index, event) gets every event; on_lost(index, message, status) is called for an item
-    whose worker died or hung while on it ('failed'), that was not run because an earlier one timed
-    out ('skipped', unless `retry_after_timeout`), or that the worker never got to because it
+    `limits[i]`: seconds of item i's own work before it counts as hung; the clock stops while its
+    worker waits for another process's hold of the GPU (the worker's gpu_wait / gpu_got events).
+    on_event(index, event) gets every other event; on_lost(index, message, status) is called for an
+    item whose worker died or hung while on it ('failed'), that was not run because an earlier one
+    timed out ('skipped', unless `retry_after_timeout`), or that the worker never got to because it
     cannot start ('failed'). Each message says what happened on its first line, the log tail after.
+    `watch`: the timeline shared with the other workers on this GPU (Watch).
     """
+    def key(i):
+        return (backend, variant, items[i]["problem"], items[i]["case"]["name"])
+
     pending = list(range(len(items)))
     while pending:
         _not_stopping()
@@ -192,30 +267,54 @@ def run_items(backend: str, variant: str, items: list, scratch: Path, log: Path,
         drain = _drain(out_read, log)
         current, finished = None, set()
         deadline = time.monotonic() + startup_timeout
+        last_sign = time.monotonic()        # of life: the clock's start
+        left = 0.0                          # on the clock while the worker waits for the GPU
         timed_out = False
         try:
             for event in _lines(read_fd, lambda: deadline):  # noqa: B023 (reads the deadline as it moves)
+                now = time.monotonic()
                 if event is None:
+                    if current is not None and watch is not None and watch.others_hanging(key(current)):
+                        deadline = now + limits[current]      # its wait was another's hang: time again
+                        continue
                     timed_out = True
                     break
+                if event["event"] == "gpu_wait":          # another process has the GPU: the clock stops
+                    left, deadline = max(deadline - now, 0.0), math.inf
+                    continue
+                if event["event"] == "gpu_got":
+                    deadline, last_sign = now + left, now
+                    continue
                 local = event.get("item")
                 index = pending[local] if local is not None else None
                 if event["event"] == "start":
+                    if current is not None and watch is not None:
+                        watch.ended(key(current))         # nvbench: the next starts before this one's done
                     current = index
+                    if watch is not None:
+                        watch.began(key(index))
                 elif event["event"] == "done":
                     finished.add(index)
+                    if watch is not None:
+                        watch.ended(key(index))
                     current = None
                 on_event(index, event)
-                deadline = time.monotonic() + item_timeout
+                last_sign = now
+                at = index if index is not None else current if current is not None else pending[0]
+                deadline = now + limits[at]
         except BaseException:
             _kill(proc)            # an interrupt of the parent: no worker outlives it
             raise
         finally:
             os.close(read_fd)
         if timed_out:
-            _kill(proc)
-            what = f"timed out after {item_timeout:g} s" if current is not None else \
-                f"worker gave no sign of life for {startup_timeout:g} s"
+            if current is not None:
+                what = f"timed out after {limits[current]:g} s of its own work"
+                with watch.hanging(key(current), last_sign, what) if watch else contextlib.nullcontext():
+                    _kill(proc)
+            else:
+                what = f"worker gave no sign of life for {startup_timeout:g} s"
+                _kill(proc)
         else:
             try:
                 rc = proc.wait(timeout=EXIT_GRACE_S)
@@ -234,6 +333,8 @@ def run_items(backend: str, variant: str, items: list, scratch: Path, log: Path,
             if timed_out and not retry_after_timeout:
                 name = items[current]["case"]["name"]
                 for i in rest:
+                    if watch is not None:
+                        watch.skipped(key(i), key(current))
                     on_lost(i, f"not run: case {name} of this implementation {what} "
                                "(--retry-after-timeout runs the rest anyway)", "skipped")
                 rest = []

@@ -179,11 +179,21 @@ def _impl(args) -> str:
 
 def run_items(args) -> int:
     out = os.fdopen(args.fd, "w", buffering=1)
+    try:
+        return _run_items(args, out)
+    finally:
+        LOCK.on_wait = lambda waiting: None      # the hook holds the pipe: the parent must see it close
+        out.close()
+
+
+def _run_items(args, out) -> int:
 
     def send(obj):
         out.write(json.dumps(records.finite(obj), allow_nan=False) + "\n")
 
     items = [(problems.get(it["problem"]), Case(**it["case"])) for it in json.loads(Path(args.items).read_text())]
+    # the supervisor's clock for a case stops while this worker waits for another's hold of the GPU
+    LOCK.on_wait = lambda waiting: send({"event": "gpu_wait" if waiting else "gpu_got"})
     w = Worker(args, send)
     LOCK.label = f"{_impl(args)} {items[0][0].name if items else ''}"
     try:
@@ -292,8 +302,7 @@ def compile_once(args) -> int:
     b = s.prepare(problem, case, case.seed)
     with LOCK.shared():
         _, first_call = s.call(b.run, b.outputs)
-    # an implementation may name parts of its build time (e.g. Triton's autotuning) on its run()
-    parts = getattr(b.run, "build_parts", {})
+    parts = b.parts
     result({"case": case.name, "build_s": b.build_s, "build_cpu_s": b.build_cpu_s, "first_call_s": first_call,
             "parts": parts, "import_s": import_s})
     return 0
