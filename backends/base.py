@@ -185,11 +185,20 @@ def timing_kernels():
     return LOCK.exclusive()
 
 
+_COMPILING = contextlib.nullcontext       # what compiling() enters: the harness's worker sets its own
+
+
 def compiling():
-    """Around the part of a build() that only compiles (no GPU work, no memory copies): with several
-    workers on one GPU (`ways run --jobs`) another may time its kernels meanwhile. A no-op otherwise."""
-    from harness.measure.gpu_lock import LOCK
-    return LOCK.released()
+    """Around the part of a build() that only compiles (no GPU work, no memory copies): the tool's own
+    compile, which the lab reports beside the whole build; with several workers on one GPU (`ways run
+    --jobs`) another may time its kernels meanwhile."""
+    return _COMPILING()
+
+
+def on_compiling(factory) -> None:
+    """The harness's side of compiling(): `factory()` is the context manager it enters."""
+    global _COMPILING
+    _COMPILING = factory
 
 
 def _installed(module: str, site: str | None = None) -> bool:

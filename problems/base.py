@@ -125,6 +125,14 @@ class CheckError(AssertionError):
         self.result = result
 
 
+SWEEP_MAX_DIM = 4096
+
+
+def log_uniform(rng, low: int, high: int) -> int:
+    """An integer in [low, high], its logarithm uniform: small and large sizes equally likely."""
+    return int(min(high, max(low, round(math.exp(rng.uniform(math.log(low), math.log(high + 1)))))))
+
+
 class Problem:
     """A problem is a spec: override the marked methods; checking is shared."""
     name: str = ""
@@ -132,7 +140,10 @@ class Problem:
     dtypes: tuple[str, ...] = ()
     compile_case_name: str = ""   # the small case on which compile time is measured
     quick_case_names: tuple[str, ...] = ()   # `ways run --quick`: a test case and the headline bench case
-    roofline = "memory"           # "memory": judged against copy bandwidth; "compute": against `vendor`
+    roofline = "memory"           # "memory": judged against `ceiling`; "compute": against `vendor`
+    # a memory-bound problem's ceiling, measured in the same run: "copy" (bytes read + written, as
+    # much of each) or "read" (a read stream: a reduction writes next to nothing)
+    ceiling = "copy"
     vendor: tuple[str, ...] = ()  # implementations whose speed is the compute-bound reference
     max_elements = 2**34          # bigger shapes are refused as impossible for one GPU
     # inputs whose sign flip flips every output (the problem is linear in them): see negated()
@@ -155,6 +166,11 @@ class Problem:
         """(bytes that must move through device memory, flops)."""
         raise NotImplementedError
 
+    def random_shape(self, rng) -> dict[str, int]:
+        """A shape `ways sweep` tries: by default each dimension log-uniform in [1, SWEEP_MAX_DIM];
+        a problem draws from the classes its implementations get wrong (ragged tiles, long rows)."""
+        return {d: log_uniform(rng, 1, SWEEP_MAX_DIM) for d in self.dims}
+
     # -- shared ---------------------------------------------------------------------------
     def case(self, name: str) -> Case:
         for c in self.cases():
@@ -172,7 +188,7 @@ class Problem:
     def input_shapes(self, case: Case) -> dict[str, tuple[int, ...]]:
         raise NotImplementedError
 
-    def custom_case(self, shape: Mapping[str, int], dtype: str, seed: int = 0) -> Case:
+    def custom_case(self, shape: Mapping[str, int], dtype: str, seed: int = 0, kind: str = "bench") -> Case:
         """A user's own case, validated: ValueError with a one-line reason otherwise."""
         dt = dtype_of(dtype).name
         if dt not in self.dtypes:
@@ -187,7 +203,7 @@ class Problem:
                 raise ValueError(f"shape {k}={v!r} must be a positive integer")
         dims = {d: int(shape[d]) for d in self.dims}
         label = "-".join(f"{k}{v}" for k, v in dims.items())
-        case = Case(f"custom-{label}-{dt}", "bench", dt, dims, seed)
+        case = Case(f"custom-{label}-{dt}", kind, dt, dims, seed)
         shapes = list(self.input_shapes(case).values()) + [s for s, _ in self.output_spec(case).values()]
         if max(math.prod(s) for s in shapes) > self.max_elements:
             raise ValueError(f"shape {label} is too large (over {self.max_elements} elements in one array)")

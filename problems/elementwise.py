@@ -1,10 +1,11 @@
 """Elementwise: z = alpha * x + y over contiguous vectors, in the inputs' dtype."""
 import numpy as np
 
-from problems.base import DTYPES, Case, Expected, Problem, decode, sample_rows, uniform
+from problems.base import DTYPES, Case, Expected, Problem, decode, log_uniform, sample_rows, uniform
 
 CHECKED_ELEMENTS = 2**24    # longer vectors are checked on both ends and a random sample (NaN check stays full)
 CHECKED_SAMPLES = 2**22
+SWEEP_ELEMENTS = 1 << 24    # ways sweep: lengths up to this
 
 # Exactly representable in every dtype, so all backends multiply by the same number.
 ALPHAS = (0.5, 0.75, 1.25, 1.5, -0.75, 2.0)
@@ -26,6 +27,9 @@ class Elementwise(Problem):
         bench = [(2**28, "float32"), (2**28, "float16"), (2**28, "bfloat16")]
         return ([Case(f"{n}-{dt}", "test", dt, {"n": n}) for n, dt in test]
                 + [Case(f"{n}-{dt}", "bench", dt, {"n": n}) for n, dt in bench])
+
+    def random_shape(self, rng):
+        return {"n": log_uniform(rng, 1, SWEEP_ELEMENTS)}     # odd lengths, tails of every size
 
     def input_shapes(self, case):
         n = case.shape["n"]

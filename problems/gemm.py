@@ -7,9 +7,12 @@ import math
 
 import numpy as np
 
-from problems.base import DTYPES, Case, Expected, Problem, decode, sample_rows, uniform
+from problems.base import DTYPES, Case, Expected, Problem, decode, log_uniform, sample_rows, uniform
 
 CHECKED_FLOPS = 2**33    # bigger products are checked on sampled rows (NaN check stays full)
+# ways sweep: sides up to this; ALIGN elements of 16 bits are the 16 bytes a TMA row pitch needs, and a
+# side that is a multiple of TILE_MULTIPLE would fill whole tiles
+SWEEP_SIDE, ALIGN, TILE_MULTIPLE = 2048, 8, 64
 
 
 def _case(kind, m, n, k, dtype):
@@ -29,10 +32,24 @@ class Gemm(Problem):
     def cases(self):
         test = [(m, n, k, dt) for dt in self.dtypes
                 for m, n, k in ((1, 1, 1), (129, 257, 65), (1000, 1000, 1000))]
+        # aligned but ragged: K and N multiples of 8 (16-byte rows: the TMA paths take them), no side a
+        # multiple of any tile, one M under a tile and N over a thousand
+        test += [(m, n, k, dt) for dt in ("bfloat16", "float16") for m, n, k in ((200, 264, 136), (72, 1048, 520))]
         bench = [(8192, 8192, 8192, "bfloat16"), (8192, 8192, 8192, "float16"),
                  (4096, 4096, 4096, "bfloat16"), (4096, 4096, 4096, "float32"),
                  (16384, 16384, 512, "bfloat16")]
         return [_case("test", *t) for t in test] + [_case("bench", *b) for b in bench]
+
+    def random_shape(self, rng):
+        """Half aligned but ragged (K and N multiples of 8, where TMA paths take them; no side a
+        multiple of a tile), half anything, every side in [1, 2048]."""
+        shape = {d: log_uniform(rng, 1, SWEEP_SIDE) for d in self.dims}
+        if rng.random() < 0.5:
+            for d in ("K", "N"):
+                shape[d] = max(ALIGN, shape[d] // ALIGN * ALIGN)
+                if shape[d] % TILE_MULTIPLE == 0:
+                    shape[d] += ALIGN
+        return shape
 
     def input_shapes(self, case):
         m, n, k = (case.shape[d] for d in self.dims)

@@ -4,7 +4,10 @@ fp32 in and out; fp16/bf16 inputs accumulate and return fp32.
 """
 import numpy as np
 
-from problems.base import DTYPES, Case, Expected, Problem, decode, summation_bound, uniform
+from problems.base import DTYPES, Case, Expected, Problem, decode, log_uniform, summation_bound, uniform
+
+# ways sweep: a third each of few very long rows, many tiny rows, and anything; at most SWEEP_ELEMENTS
+SWEEP_ELEMENTS = 1 << 24
 
 
 def _case(kind, rows, cols, dtype):
@@ -18,16 +21,29 @@ class SegReduce(Problem):
     compile_case_name = "64x1000-float32"
     quick_case_names = ("37x4097-float32", "8192x32768-float32")
     roofline = "memory"
+    ceiling = "read"          # reads rows x cols, writes rows floats: a read stream, not a copy
     linear_inputs = ("x",)
 
     def cases(self):
         test = [(1, 1, "float32"), (1, 4097, "float32"), (64, 1000, "float32"), (1000, 1, "float32"),
                 (37, 4097, "float32"), (64, 1000, "float16"), (1, 4097, "float16"),
-                (64, 1000, "bfloat16"), (3, 4097, "bfloat16")]
+                (64, 1000, "bfloat16"), (3, 4097, "bfloat16"),
+                # few very long odd rows, many tiny rows
+                (2, 100003, "float16"), (3, 65537, "float32"), (50000, 3, "float32"), (20011, 5, "bfloat16")]
         bench = [(8192, 32768, "float32"),      # 1 GiB of long rows
                  (2**20, 256, "float32"),        # 1 GiB of many short rows
                  (8192, 32768, "bfloat16")]
         return [_case("test", *t) for t in test] + [_case("bench", *b) for b in bench]
+
+    def random_shape(self, rng):
+        kind = rng.integers(3)
+        if kind == 0:                                   # few very long rows, odd lengths
+            rows, cols = log_uniform(rng, 1, 8), log_uniform(rng, 4097, 1 << 21) | 1
+        elif kind == 1:                                 # many tiny rows
+            rows, cols = log_uniform(rng, 4097, 1 << 20), log_uniform(rng, 1, 16)
+        else:
+            rows, cols = log_uniform(rng, 1, 1 << 14), log_uniform(rng, 1, 1 << 14)
+        return {"rows": rows, "cols": max(1, min(cols, SWEEP_ELEMENTS // rows))}
 
     def input_shapes(self, case):
         return {"x": (case.shape["rows"], case.shape["cols"])}

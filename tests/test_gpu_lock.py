@@ -407,3 +407,16 @@ def test_a_worker_of_test_cases_only_starts_no_timing(tmp_path, monkeypatch):
     events = [json.loads(line) for line in os.fdopen(read).read().splitlines()]
     done = [e["record"] for e in events if e["event"] == "done"]
     assert [(r["case"], r["status"]) for r in done] == [("37x4097-float32", "ok")]
+
+
+def test_the_tools_own_compile_is_timed_apart_from_the_build():
+    """compiling() blocks (the outermost of nested ones) are the tool's own compile: the build's part
+    `tool_compile_s`, beside the whole build the compile column shows."""
+    import backends.base
+    from harness.run.session import TOOL_COMPILE
+    before = TOOL_COMPILE.seconds
+    with backends.base.compiling():
+        with backends.base.compiling():
+            time.sleep(0.05)
+        time.sleep(0.05)
+    assert 0.1 <= TOOL_COMPILE.seconds - before < 0.2

@@ -4,6 +4,7 @@ import shutil
 import pytest
 
 from harness.measure import nvbench_engine, roofline, timing
+from harness.results import records
 from tests.conftest import ROOT
 
 SAMPLE = ROOT / "tests" / "fixtures" / "nvbench_h100_sample.json"
@@ -99,6 +100,39 @@ def test_well_beyond_the_measured_copy_is_flagged_suspect():
     honest = _rec("elementwise", "e", "torch", 1.0, int(2.04e9), 0)       # 102%: the best real rows
     roofline.apply(_doc([cheat, honest], refs))
     assert "copy" in cheat["timing"]["suspect"] and honest["timing"]["suspect"] is None
+
+
+def test_each_memory_bound_problem_is_judged_against_its_own_access_pattern():
+    """A row sum reads and barely writes: against a read stream (faster than the copy on an H200) a
+    correct 105%-of-the-copy row is fine, while a row beyond the read stream by more is flagged;
+    the elementwise problem stays on the copy."""
+    refs = {"copy_bytes_per_s": 4.0e12, "read_bytes_per_s": 4.4e12,
+            "theoretical": {"memory_bytes_per_s": 4.8e12, "flops_per_s": {}}}
+    row_sum = _rec("segreduce", "s", "cupy", 1.0, int(4.2e9), 0)           # 105% of the copy, 95.5% of the read
+    too_fast = _rec("segreduce", "s", "torch", 1.0, int(4.7e9), 0)         # 106.8% of the read stream
+    axpy = _rec("elementwise", "e", "cupy", 1.0, int(4.08e9), 0)
+    roofline.apply(_doc([row_sum, too_fast, axpy], refs))
+    assert row_sum["timing"]["pct_of_peak"] == pytest.approx(4.2 / 4.4 * 100)
+    assert row_sum["timing"]["peak_basis"].startswith("read stream") and row_sum["timing"]["suspect"] is None
+    assert "read stream" in too_fast["timing"]["suspect"]
+    assert axpy["timing"]["peak_basis"].startswith("device-to-device copy")
+    assert axpy["timing"]["pct_of_peak"] == pytest.approx(102.0)
+    older = _rec("segreduce", "s", "cupy", 1.0, int(2.7e9), 0)              # a run with no read stream
+    roofline.apply(_doc([older], {"copy_bytes_per_s": 3.0e12, "theoretical": {}}))
+    assert "no read stream in this run" in older["timing"]["peak_basis"]
+
+
+def test_a_low_clock_keeps_its_cold_figure_and_says_so():
+    refs = {"copy_bytes_per_s": 3.0e12, "device": {"sm_clock_khz": 1980000},
+            "theoretical": {"memory_bytes_per_s": 3.35e12, "flops_per_s": {"bfloat16": 1.07e15}}}
+    vendor = _rec("gemm", "g", "torch", 2.0, 0, int(1.4e12))
+    slow = _rec("gemm", "g", "cupy", 2.1, 0, int(1.4e12))
+    vendor["timing"]["cold"] = {"sm_clock_mhz": 1755.0}
+    slow["timing"]["cold"] = {"sm_clock_mhz": 1290.0}
+    roofline.apply(_doc([vendor, slow], refs))
+    assert vendor["timing"]["low_clock"] is None
+    assert "1290 MHz" in slow["timing"]["low_clock"] and slow["timing"]["pct_of_peak"] == pytest.approx(2 / 2.1 * 100)
+    assert records.flag(slow) == "low clock" and records.counts(slow)
 
 
 def test_no_time_on_the_labs_stream_is_flagged_suspect():

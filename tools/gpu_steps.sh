@@ -7,7 +7,7 @@
 #   bash tools/gpu_steps.sh STEP...      steps: cutlass, cutlass-part, cutlass-nvcc, cutlass-compile,
 #                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
 #                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs, context-probe,
-#                                        lanes-full, lanes-check, demo, profile
+#                                        lanes-full, lanes-check, demo, profile, faults, sweep
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -121,6 +121,18 @@ for step in "$@"; do
         run_ways --quick --jobs "${JOBS:-6}" ${GPUS:+--gpus $GPUS} --out "$OUT/$step/run" --html
       run_profile "$OUT/$step/run/results.json"
       echo "demo (run + page): $((SECONDS - t1)) s" | tee "$OUT/$step/demo-time.txt" ;;
+    faults)           # a spinning kernel beside correct rows under --jobs (tests/test_hang.py), the odd-shape test
+                      # cases of every problem on every backend, and the ceilings (copy and read stream)
+      timeout 200 python -m pytest -q -p no:cacheprovider tests/test_hang.py -k spinning 2>&1 | tee "$OUT/$step/hang-test.txt"
+      odd=(--case 200x264x136-bfloat16 --case 200x264x136-float16 --case 72x1048x520-bfloat16 --case 72x1048x520-float16
+           --case 2x100003-float16 --case 3x65537-float32 --case 50000x3-float32 --case 20011x5-bfloat16)
+      WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
+        run_ways -p gemm -p segreduce --cases test "${odd[@]}" --no-compile --jobs 8 --out "$OUT/$step/odd"
+      timeout 120 python -m harness.run.worker peaks > "$OUT/$step/peaks.json" ;;
+    sweep)            # random shapes per problem on every backend, checked (COUNT a problem, SEED)
+      WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
+        ${CPUS:+taskset -c $CPUS} timeout --signal=INT --kill-after=45 "${STEP_TIMEOUT:-540}" \
+        python -m harness sweep --count "${COUNT:-60}" --seed "${SEED:-0}" --jobs "${JOBS:-8}" --out "$OUT/$step/sweep" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
   echo "step $step: $((SECONDS - t0)) s"; gpu_state "$step"

@@ -1,17 +1,33 @@
 """Achieved rate and % of peak for each timed record, computed once the whole run is in:
-memory-bound problems against the copy bandwidth measured in the run, compute-bound ones against
-the vendor library's row for the same case; both also against the theoretical peak."""
+memory-bound problems against the ceiling of their access pattern measured in the run (a copy for
+read + write, a read stream for a reduction; Problem.ceiling), compute-bound ones against the
+vendor library's row for the same case; both also against the theoretical peak. A row timed at a
+low SM clock keeps its figure and says so."""
 from __future__ import annotations
 
 import problems
-from harness.measure.timing import THROTTLE_FRACTION
+from harness.measure.timing import LOW_CLOCK_FRACTION, THROTTLE_FRACTION
 from harness.results.records import impl_label
 
 MODES = {"cold": "device_ms_cold", "sustained": "device_ms_sustained"}
 SUFFIX = {"cold": "", "sustained": "_sustained"}
-# A memory-bound kernel moves at least its bytes: beyond the copy measured in the same run by more
-# than this, its timing or its output deserves a second look (the best real rows reach 102%).
+# A memory-bound kernel moves at least its bytes: beyond the ceiling of its access pattern measured
+# in the same run by more than this, its timing or its output deserves a second look (the best real
+# rows reach 102-104% of the copy).
 COPY_MARGIN_PCT = 105.0
+CEILING_BASIS = {"copy": "device-to-device copy", "read": "read stream"}
+
+
+def memory_ceilings(refs: dict) -> dict[str, dict[str, float | None]]:
+    """Per ceiling and mode, GB/s. A reduction's read stream is at least the copy (a run that
+    measured none, made before there was one, judges on the copy and says so)."""
+    out = {}
+    for name in CEILING_BASIS:
+        out[name] = {m: (refs.get(f"{name}_bytes_per_s{SUFFIX[m]}") or 0) / 1e9 or None for m in MODES}
+    for m in MODES:
+        if out["copy"][m] and out["read"][m]:
+            out["read"][m] = max(out["read"][m], out["copy"][m])
+    return out
 
 
 def _seconds(timing: dict, mode: str = "cold") -> float | None:
@@ -34,8 +50,8 @@ def apply(doc: dict) -> None:
     flag, on every timed ok record."""
     refs = doc.get("references") or {}
     theo = refs.get("theoretical") or {}
-    copy_gbs = {"cold": refs.get("copy_bytes_per_s"), "sustained": refs.get("copy_bytes_per_s_sustained")}
-    copy_gbs = {m: v / 1e9 if v else None for m, v in copy_gbs.items()}
+    ceilings = memory_ceilings(refs)
+    max_mhz = ((refs.get("device") or {}).get("sm_clock_khz") or 0) / 1e3
     rates = {m: {} for m in MODES}
     for r in doc["records"]:
         for m in MODES:
@@ -71,12 +87,15 @@ def apply(doc: dict) -> None:
                 if peak:
                     t["pct_of_theoretical" + SUFFIX[m]] = 100 * value * 1e12 / peak
             else:
-                if copy_gbs[m]:
-                    t["pct_of_peak" + SUFFIX[m]] = 100 * value / copy_gbs[m]
-                    t["peak_basis" + SUFFIX[m]] = f"device-to-device copy, same run, {m}"
+                name = problem.ceiling if ceilings[problem.ceiling][m] else "copy"
+                if ceilings[name][m]:
+                    t["pct_of_peak" + SUFFIX[m]] = 100 * value / ceilings[name][m]
+                    t["peak_basis" + SUFFIX[m]] = f"{CEILING_BASIS[name]}, same run, {m}" + (
+                        "" if name == problem.ceiling else f" (no {CEILING_BASIS[problem.ceiling]} in this run)")
                 if theo.get("memory_bytes_per_s"):
                     t["pct_of_theoretical" + SUFFIX[m]] = 100 * value * 1e9 / theo["memory_bytes_per_s"]
         t["suspect"] = suspect(problem.roofline, t)
+        t["low_clock"] = low_clock(t, max_mhz)
 
 
 def suspect(roofline: str, t: dict) -> str | None:
@@ -88,9 +107,20 @@ def suspect(roofline: str, t: dict) -> str | None:
     if over is not None and over > 100:
         return f"{over:.0f}% of the theoretical peak: timing or correctness needs a second look"
     if roofline == "memory" and (t.get("pct_of_peak") or 0) > COPY_MARGIN_PCT:
-        return (f"{t['pct_of_peak']:.0f}% of the copy measured in the same run: a kernel that moves these bytes "
-                "cannot beat it by that much")
+        basis = (t.get("peak_basis") or "the ceiling").split(",")[0]
+        return (f"{t['pct_of_peak']:.0f}% of the {basis} measured in the same run: a kernel that moves these "
+                "bytes cannot beat it by that much")
     return None
+
+
+def low_clock(t: dict, max_mhz: float) -> str | None:
+    """Where the cold samples ran under LOW_CLOCK_FRACTION of the maximum SM clock (a GEMM at the
+    power limit from its first ms; its vendor row beside it is timed the same way): the figure
+    stands, and says so."""
+    mhz = (t.get("cold") or {}).get("sm_clock_mhz")
+    if not (mhz and max_mhz) or mhz >= LOW_CLOCK_FRACTION * max_mhz:
+        return None
+    return f"cold samples at {mhz:.0f} MHz, under {LOW_CLOCK_FRACTION:.0%} of the maximum {max_mhz:.0f} MHz"
 
 
 def no_cold_time(t: dict) -> str:
@@ -98,5 +128,5 @@ def no_cold_time(t: dict) -> str:
     cold, clock = t.get("cold") or {}, (t.get("sustained") or {}).get("sm_clock_mhz")
     if cold.get("stopped_by") == "timeout" and not cold.get("samples"):
         return (f"no cold sample before the timeout: samples taken below {THROTTLE_FRACTION:.0%} of the maximum "
-                "SM clock are dropped as throttled" + (f" (back to back it ran at {clock:.0f} MHz)" if clock else ""))
+                "SM clock are dropped" + (f" (back to back it ran at {clock:.0f} MHz)" if clock else ""))
     return "the GPU timer saw no time on the lab's stream: the work ran on another stream, or not at all"

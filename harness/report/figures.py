@@ -7,7 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from harness.report.markdown import per_impl
-from harness.results.records import flag, impl_label
+from harness.results.records import counts, flag, impl_label
 
 
 def family_colour(backend: str) -> str:
@@ -58,7 +58,7 @@ def bench_case(problem: str, case: str, rows: list[dict], out: Path) -> list[Pat
     labels = [impl_label(r) + (f" ({flag(r).upper()})" if flag(r) else "") for r in rows]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 0.35 * len(rows) + 1.2), sharey=True)
     left.barh(labels, [r["timing"]["device_ms_cold"] for r in rows],
-              color=["#c0392b" if flag(r) else family_colour(r["backend"]) for r in rows])
+              color=["#c0392b" if not counts(r) else family_colour(r["backend"]) for r in rows])
     left.set_xlabel("device time, cold: L2 flushed, gaps (ms)")
     if max(r["timing"]["device_ms_cold"] for r in rows) > 20 * min(r["timing"]["device_ms_cold"] for r in rows):
         from matplotlib.ticker import LogFormatter

@@ -5,7 +5,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 from harness.results.merge import gpu_name
-from harness.results.records import QUICK_NOTE, flag, flag_note, impl_label, quick_runs
+from harness.results.records import QUICK_NOTE, counts, flag, flag_note, impl_label, quick_runs
+
+# what a compile figure's named parts are
+PART_NAMES = {"tool_compile_s": "the tool's own compile (inside compiling(): e.g. cute.compile, NVRTC)",
+              "autotune_s": "autotuning"}
 
 
 def fmt(x, spec=".3g") -> str:
@@ -46,7 +50,7 @@ def per_impl(records: list[dict]) -> dict[tuple[str, str], dict]:
                                                              "best_pct_sustained": None})
         row["counts"][r["status"]] += 1
         for key in ("best_pct", "best_pct_sustained"):
-            pct = (r.get("timing") or {}).get(key.replace("best_pct", "pct_of_peak")) if not flag(r) else None
+            pct = (r.get("timing") or {}).get(key.replace("best_pct", "pct_of_peak")) if counts(r) else None
             if pct is not None and (row[key] is None or pct > row[key]):
                 row[key] = pct
         # the longest build in the run: the cold one, where a run skipped the compile processes
@@ -203,7 +207,10 @@ def markdown(doc: dict) -> str:
                          f"{fmt(comp.get('warm_s'))} | {fmt(comp.get('first_call_s'))} | "
                          f"{fmt(loc.get('total'), 'd')} ({fmt(loc.get('kernel'), 'd')}) |")
             notes += [f"- {label}: {n}" for n in s["notes"]]
-            notes += [f"- {label}: of the cold compile, {name.removesuffix('_s')} took {seconds:.3g} s (median)"
+            warm_parts = comp.get("warm_parts_s") or {}
+            notes += [f"- {label}: of the cold compile, {PART_NAMES.get(name, name.removesuffix('_s'))} took "
+                      f"{seconds:.3g} s (median)" + (f"; warm (its cache filled) {warm_parts[name]:.3g} s"
+                                                     if name in warm_parts else "")
                       for name, seconds in (comp.get("cold_parts_s") or {}).items()]
         lines += [""] + notes + ([""] if notes else [])
     worst = {}

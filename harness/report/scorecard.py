@@ -12,7 +12,7 @@ import re
 import statistics
 from collections import defaultdict
 
-from harness.results.records import flag, impl_label
+from harness.results.records import counts, impl_label
 
 
 def licence(distribution: str, resolved: list[dict] = ()) -> str:
@@ -92,7 +92,7 @@ def rows(doc: dict) -> list[dict]:
         best: dict[str, float] = {}
         for r in recs:
             pct = (r.get("timing") or {}).get("pct_of_peak")
-            if pct is not None and not flag(r):
+            if pct is not None and counts(r):
                 best[peak_column(r)] = max(best.get(peak_column(r), 0.0), pct)
         compiles = [r["compile"] for r in recs if r.get("compile") and r["compile"].get("cold_s") is not None]
         launches = [r["timing"]["launch_us"] for r in recs if (r.get("timing") or {}).get("launch_us") is not None]

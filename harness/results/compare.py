@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.results.merge import gpu_name
-from harness.results.records import flag, impl_label
+from harness.results.records import counts, impl_label
 
 
 @dataclass
@@ -27,7 +27,7 @@ class Verdict:
 def _timed(doc: dict) -> dict[tuple[str, str, str], dict]:
     """Timed rows that count: ok and not flagged suspect."""
     return {(r["problem"], r["case"], impl_label(r)): r for r in doc["records"]
-            if not flag(r) and (r.get("timing") or {}).get("device_ms_cold")}
+            if counts(r) and (r.get("timing") or {}).get("device_ms_cold")}
 
 
 def _interval(timing: dict) -> tuple[float, float, float]:

@@ -119,11 +119,18 @@ def impl_label(r: dict) -> str:
 
 
 def flag(r: dict) -> str:
-    """The integrity flag every view shows beside a timed row: its status where it is not ok, or
-    'suspect' where roofline found the figure unbelievable; "" for a row that counts."""
+    """The integrity flag every view shows beside a timed row: its status where it is not ok,
+    'suspect' where roofline found the figure unbelievable, 'low clock' where its cold samples ran
+    under the clock a fair comparison assumes (the figure still counts); "" otherwise."""
     if r["status"] != "ok":
         return r["status"]
-    return "suspect" if (r.get("timing") or {}).get("suspect") else ""
+    t = r.get("timing") or {}
+    return "suspect" if t.get("suspect") else "low clock" if t.get("low_clock") else ""
+
+
+def counts(r: dict) -> bool:
+    """Whether a row's figures count: ok and not suspect (a low clock is said, not held against it)."""
+    return r["status"] == "ok" and not (r.get("timing") or {}).get("suspect")
 
 
 QUICK_NOTE = ("quick: `ways run --quick` (each problem's quick_case_names, first build instead of the "
@@ -137,7 +144,8 @@ def quick_runs(doc: dict) -> bool:
 
 def flag_note(r: dict) -> str:
     """The flag and why, for notes and tooltips."""
-    why = (r.get("timing") or {}).get("suspect") if r["status"] == "ok" else error_line(r["error"] or r.get("reason"))
+    t = r.get("timing") or {}
+    why = (t.get("suspect") or t.get("low_clock")) if r["status"] == "ok" else error_line(r["error"] or r.get("reason"))
     return f"{flag(r)}: {why}" if flag(r) else ""
 
 

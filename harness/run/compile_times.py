@@ -48,14 +48,16 @@ def measure(impl: Impl, scratch: Path, log: Path, repeats: int, timeout: float, 
     except RuntimeError as exc:
         return {"case": colds[-1]["case"] if colds else None, "error": str(exc)[-2000:],
                 "cold_samples": [r["build_s"] for r in colds], "warm_samples": [r["build_s"] for r in warms]}
-    parts: dict[str, list[float]] = {}
-    for r in colds:
-        for name, seconds in r.get("parts", {}).items():
-            parts.setdefault(name, []).append(seconds)
+    def parts(runs):
+        found: dict[str, list[float]] = {}
+        for r in runs:
+            for name, seconds in r.get("parts", {}).items():
+                found.setdefault(name, []).append(seconds)
+        return {name: statistics.median(v) for name, v in found.items()}
     return {"case": colds[-1]["case"], "cold_s": median(colds, "build_s"), "warm_s": median(warms, "build_s"),
             "first_call_s": median(colds, "first_call_s"), "import_s": median(colds, "import_s"),
             "cold_samples": [r["build_s"] for r in colds], "warm_samples": [r["build_s"] for r in warms],
             # CPU seconds: a loaded machine stretches wall time, not these
             "cold_cpu_s": median(colds, "build_cpu_s"), "warm_cpu_s": median(warms, "build_cpu_s"),
-            "cold_parts_s": {name: statistics.median(v) for name, v in parts.items()},
+            "cold_parts_s": parts(colds), "warm_parts_s": parts(warms),
             "ahead_of_time": ahead_of_time, "processes": len(colds) + len(warms), "repeats_at_once": at_once}

@@ -57,7 +57,8 @@ def select(problem_names=None, backend_specs=None) -> list[Impl]:
     return chosen
 
 
-def cases_for(problem: str, kinds: tuple[str, ...], custom: Case | None = None) -> list[Case]:
-    if custom is not None:
-        return [custom]
+def cases_for(problem: str, kinds: tuple[str, ...], custom: dict[str, tuple[Case, ...]] | None = None) -> list[Case]:
+    """The built-in cases of these kinds, or a run's own (`ways run --shape`, `ways sweep`) in their place."""
+    if custom:
+        return list(custom.get(problem, ()))
     return [c for c in problems.get(problem).cases() if c.kind in kinds]

@@ -37,7 +37,11 @@ def selection(opts) -> dict:
     header keeps it."""
     return {"problems": sorted(opts.problems), "backends": sorted(opts.backends), "kinds": list(opts.kinds),
             "dtype": opts.dtype, "case_names": sorted(opts.case_names), "quick": opts.quick,
-            "custom_case": opts.custom.to_json() if opts.custom else None, "compile": opts.measure_compile}
+            "custom_cases": custom_json(opts.custom), "compile": opts.measure_compile}
+
+
+def custom_json(custom: dict) -> dict | None:
+    return {p: [c.to_json() for c in cases] for p, cases in custom.items()} if custom else None
 
 
 def check(out: Path, gpus_here: list[dict], wanted: dict, complete_ok: bool = False) -> bool:

@@ -6,12 +6,14 @@ from __future__ import annotations
 import inspect
 import os
 import time
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 import backends
+import backends.base
 import problems
 from harness.measure.device import open_device
 from harness.measure.gpu_lock import LOCK, WAIT_PHASE
@@ -63,6 +65,7 @@ class Session:
         lock = self.gpu_work(alone=self.backend.build_times_kernels(problem.name, self.variant))
         with PHASES("builds"), lock, self.backend.stream_context(self.stream, self.variant):
             t0, waited, cpu0 = time.perf_counter(), PHASES.seconds.get(WAIT_PHASE, 0.0), cpu_seconds()
+            tool0 = TOOL_COMPILE.seconds
             build = self.module(problem.name).build
             # a backend with variants tells its implementation which one through `variant`
             extra = {"variant": self.variant} if "variant" in inspect.signature(build).parameters else {}
@@ -70,8 +73,11 @@ class Session:
             self.device.sync()
             # time spent waiting for another worker's timing (compiling() released the GPU) is not build time
             build_s = time.perf_counter() - t0 - (PHASES.seconds.get(WAIT_PHASE, 0.0) - waited)
+            tool_s = TOOL_COMPILE.seconds - tool0
         LOCK.let_timers_in(self.device.sync)
-        return Built(run, host_inputs, inputs, outputs, ref, build_s, cpu_seconds() - cpu0)
+        # an implementation may name parts of its build (e.g. Triton's autotuning) on its run()
+        parts = {**({"tool_compile_s": tool_s} if tool_s else {}), **getattr(run, "build_parts", {})}
+        return Built(run, host_inputs, inputs, outputs, ref, build_s, cpu_seconds() - cpu0, parts)
 
     def arrays(self, problem, case: Case, seed: int, cache: Path | None = None):
         """Fresh inputs (host and device), poisoned outputs and the reference, nothing built."""
@@ -139,6 +145,31 @@ class Session:
         return host
 
 
+class ToolCompile:
+    """Seconds inside backends' compiling() blocks (the outermost of nested ones): the tool's own
+    compile, apart from what else a build does (the lab's inputs, an occupancy query, a load). The
+    GPU is released meanwhile, so another worker may time."""
+
+    def __init__(self):
+        self.seconds, self._depth = 0.0, 0
+
+    @contextmanager
+    def __call__(self):
+        with LOCK.released():
+            self._depth += 1
+            t0 = time.perf_counter()
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                if self._depth == 0:
+                    self.seconds += time.perf_counter() - t0
+
+
+TOOL_COMPILE = ToolCompile()
+backends.base.on_compiling(TOOL_COMPILE)
+
+
 def gpu_hold(kind: str, alone: bool = False):
     """The GPU lock for a step of a variant on device `kind`: shared with other workers, or held
     alone (`alone`: timing, an autotuner's build); a CPU variant's steps (a 2^28-element NumPy call,
@@ -159,6 +190,7 @@ class Built:
     ref: dict
     build_s: float
     build_cpu_s: float | None = None     # CPU seconds of this process and the compilers it waited for
+    parts: dict = field(default_factory=dict)    # seconds of named parts of build_s (tool_compile_s, ...)
 
 
 def cpu_seconds() -> float:
