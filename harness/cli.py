@@ -341,8 +341,11 @@ def cmd_sweep(args) -> int:
     if args.jobs < 1:
         raise UsageError(f"--jobs {args.jobs} must be at least 1")
     names = args.problem or sorted({i.problem for i in chosen})
+    labels, left_out = (args.backend, {}) if args.backend else sweep.default_backends(names)
+    for label, why in left_out.items():
+        print(f"left out {label}: {why} (name it with -b to sweep it)")
     out = writable_dir(args.out)
-    opts = Options(problems=names, backends=args.backend or [], kinds=("test",), out=out,
+    opts = Options(problems=names, backends=labels, kinds=("test",), out=out,
                    custom=sweep.draw(names, args.count, args.seed), item_timeout=args.timeout,
                    measure_compile=False, jobs=args.jobs, retry_after_timeout=True)
     doc = Run(opts, RichProgress()).execute()

@@ -47,3 +47,10 @@ def test_random_shapes_are_cases_of_their_problem():
         p = problems.get(name)
         for _ in range(50):
             p.custom_case(p.random_shape(rng), p.dtypes[0], kind="test")     # raises on a bad shape
+
+
+def test_by_default_the_sweep_leaves_out_per_shape_searches():
+    specs, left_out = sweep.default_backends(problems.names())
+    assert "cutlass_ops[first]" in specs and "nvmath_device[]" in specs and "array_api[numpy]" in specs
+    assert set(left_out) == {"cutlass_ops", "nvmath_device[pipeline]"}
+    assert not any(s.startswith("helion[]") for s in specs)          # opt-in, as in ways run

@@ -7,7 +7,7 @@
 #   bash tools/gpu_steps.sh STEP...      steps: cutlass, cutlass-part, cutlass-nvcc, cutlass-compile,
 #                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
 #                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs, context-probe,
-#                                        lanes-full, lanes-check, demo, profile, faults, sweep
+#                                        lanes-full, lanes-check, demo, profile, faults, check-fixes, sweep
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -129,6 +129,9 @@ for step in "$@"; do
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
         run_ways -p gemm -p segreduce --cases test "${odd[@]}" --no-compile --jobs 8 --out "$OUT/$step/odd"
       timeout 120 python -m harness.run.worker peaks > "$OUT/$step/peaks.json" ;;
+    check-fixes)      # the ceilings (copy and both read streams), then CUTLASS's GEMM on every test case
+      timeout 120 python -m harness.run.worker peaks > "$OUT/$step/peaks.json"
+      run_ways -p gemm -b "nvrtc[cutlass]" --cases test --no-compile --jobs 4 --out "$OUT/$step/cutlass" ;;
     sweep)            # random shapes per problem on every backend, checked (COUNT a problem, SEED)
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
         ${CPUS:+taskset -c $CPUS} timeout --signal=INT --kill-after=45 "${STEP_TIMEOUT:-540}" \

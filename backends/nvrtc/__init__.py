@@ -26,6 +26,12 @@ class Nvrtc(Backend):
     def first_build_s(self, problem, variant):
         return 50.0 if variant == "cutlass" else 1.0      # NVRTC over CUTLASS's templates: ~50 s
 
+    def build_key(self, problem, case, variant):
+        if variant == "cutlass":       # one NVRTC program per dtype and tile config (cluster or not)
+            from backends.nvrtc import _gemm_cutlass
+            return case.dtype, _gemm_cutlass.config_for(case)
+        return case.dtype
+
     def supports(self, problem, case, variant):
         if variant == "cutlass":       # its restrictions (TMA pitches, no float32) are not gemm.py's
             from backends.nvrtc import _gemm_cutlass

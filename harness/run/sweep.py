@@ -11,6 +11,20 @@ from problems.base import Case
 
 DEFAULT_COUNT = 200
 GOOD = ("ok", "not_applicable", "unavailable")
+# left out unless named with -b: a new build of a minute or more for every shape (a search over
+# candidates, or a kernel made for its very arrays), hours over a sweep; their fixed-shape
+# siblings (cutlass_ops[first], nvmath_device) are in it
+PER_SHAPE_SEARCH = {"cutlass_ops": "compiles and times every candidate kernel per shape (44 s for 8192^3)",
+                    "nvmath_device[pipeline]": "a DevicePipeline is built for its very arrays (~85 s a shape)"}
+
+
+def default_backends(names: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The -b specs `ways sweep` runs when none is given (each `backend[variant]`, exact), and the
+    implementations it leaves out with why."""
+    from harness.run import registry
+    chosen = registry.select(names, [])
+    specs = sorted({f"{i.backend}[{i.variant}]" for i in chosen if i.label not in PER_SHAPE_SEARCH})
+    return specs, {i.label: PER_SHAPE_SEARCH[i.label] for i in chosen if i.label in PER_SHAPE_SEARCH}
 
 
 def draw(names: list[str], count: int, seed: int) -> dict[str, tuple[Case, ...]]:
