@@ -26,12 +26,6 @@ class Nvrtc(Backend):
     def first_build_s(self, problem, variant):
         return 50.0 if variant == "cutlass" else 1.0      # NVRTC over CUTLASS's templates: ~50 s
 
-    def build_key(self, problem, case, variant):
-        if variant == "cutlass":       # one NVRTC program per dtype and tile config (cluster or not)
-            from backends.nvrtc import _gemm_cutlass
-            return case.dtype, _gemm_cutlass.config_for(case)
-        return case.dtype
-
     def supports(self, problem, case, variant):
         if variant == "cutlass":       # its restrictions (TMA pitches, no float32) are not gemm.py's
             from backends.nvrtc import _gemm_cutlass
@@ -72,13 +66,16 @@ class Nvrtc(Backend):
 CXX_TYPE = {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16"}
 
 
-def compile_cubin(source: str, name: str | tuple[str, ...], arch: str, include_path=(), default_device=False):
+def compile_cubin(source: str, name: str | tuple[str, ...], arch: str, include_path=(), default_device=False,
+                  int128=False):
     """`source` compiled by NVRTC to a cubin for `arch` (e.g. "sm_90"), with the template
     instance `name` (or each of a tuple of them) made available; `include_path` (e.g. CUTLASS's
     headers) and then the CUDA runtime headers (cuda_bf16.h, ...) and the CCCL headers (CUB) on the
     include path. `default_device` (nvrtc -default-device) makes unannotated functions device
     functions: CUTLASS's headers need it under NVRTC (unannotated constexpr helpers, and its
-    unannotated Params-building code must run in a kernel)."""
+    unannotated Params-building code must run in a kernel). `int128`: __int128 in device code, and
+    CUTLASS told to use it (CUTLASS_UINT128_NATIVE): its uint128_t otherwise divides only on a host
+    compiler it recognises, and under NVRTC a 128-bit divide in device code traps."""
     from cuda.core import Program, ProgramOptions
     from cuda.pathfinder import find_nvidia_header_directory
     headers = {lib: find_nvidia_header_directory(lib) for lib in ("cudart", "cccl")}
@@ -86,7 +83,8 @@ def compile_cubin(source: str, name: str | tuple[str, ...], arch: str, include_p
     if missing:
         raise Unavailable(f"no {' or '.join(missing)} headers found (pip install '.[nvrtc]', or set CUDA_HOME)")
     options = ProgramOptions(std="c++17", arch=arch, include_path=[*include_path, *headers.values()],
-                             device_as_default_execution_space=default_device)
+                             device_as_default_execution_space=default_device, device_int128=int128,
+                             define_macro="CUTLASS_UINT128_NATIVE" if int128 else None)
     names = (name,) if isinstance(name, str) else tuple(name)
     with compiling():          # NVRTC runs on the CPU (CUTLASS's GEMM: ~50 s)
         return Program(source, "c++", options=options).compile("cubin", name_expressions=names)
