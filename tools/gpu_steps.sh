@@ -7,7 +7,7 @@
 #   bash tools/gpu_steps.sh STEP...      steps: cutlass, cutlass-part, cutlass-nvcc, cutlass-compile,
 #                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
 #                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs, context-probe,
-#                                        lanes-full, lanes-check, demo, profile, faults, check-fixes, sweep
+#                                        lanes-full, lanes-check, demo, profile, faults, check-fixes, verify, sweep
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -132,6 +132,18 @@ for step in "$@"; do
     check-fixes)      # the ceilings (copy and both read streams), then CUTLASS's GEMM on every test case
       timeout 120 python -m harness.run.worker peaks > "$OUT/$step/peaks.json"
       run_ways -p gemm -b "nvrtc[cutlass]" --cases test --no-compile --jobs 4 --out "$OUT/$step/cutlass" ;;
+    verify)           # CUTLASS's GEMM on every test case and on shapes that faulted (tile counts not a power of
+                      # two), beside the CuTe DSL GEMM; PROBE=script: run it under compute-sanitizer with PROBE_ARGS
+      shapes=(M=611,N=8,K=8:bf16 M=1388,N=32,K=328:fp16 M=1163,N=296,K=712:fp16 M=24,N=560,K=8:fp16
+              M=384,N=768,K=64:bf16 M=1,N=264,K=104:bf16 M=2,N=264,K=104:bf16)
+      run_ways -p gemm -b "nvrtc[cutlass]" --cases test --no-compile --jobs 2 --out "$OUT/$step/cutlass-tests"
+      given=(); for s in "${shapes[@]}"; do given+=(--shape "$s"); done
+      run_ways -p gemm -b "nvrtc[cutlass]" -b "cute_dsl[]" "${given[@]}" --no-compile --jobs 3 \
+        --out "$OUT/$step/shapes"
+      if [ -n "${PROBE:-}" ]; then
+        timeout 240 compute-sanitizer --print-limit 5 python "$PROBE" $PROBE_ARGS > "$OUT/$step/sanitizer.txt" 2>&1
+        tail -30 "$OUT/$step/sanitizer.txt"
+      fi ;;
     sweep)            # random shapes per problem on every backend, checked (COUNT a problem, SEED)
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
         ${CPUS:+taskset -c $CPUS} timeout --signal=INT --kill-after=45 "${STEP_TIMEOUT:-540}" \
