@@ -29,7 +29,8 @@ class SegReduce(Problem):
                 (37, 4097, "float32"), (64, 1000, "float16"), (1, 4097, "float16"),
                 (64, 1000, "bfloat16"), (3, 4097, "bfloat16"),
                 # few very long odd rows, many tiny rows
-                (2, 100003, "float16"), (3, 65537, "float32"), (50000, 3, "float32"), (20011, 5, "bfloat16")]
+                (2, 100003, "float16"), (2, 1048583, "float16"), (3, 65537, "float32"), (50000, 3, "float32"),
+                (20011, 5, "bfloat16")]
         bench = [(8192, 32768, "float32"),      # 1 GiB of long rows
                  (2**20, 256, "float32"),        # 1 GiB of many short rows
                  (8192, 32768, "bfloat16")]

@@ -10,11 +10,16 @@ from numba.cuda.typing.typeof import typeof
 from backends.base import compiling
 
 
+MAX_GRID_Y = 65535
+
+
 @cuda.jit
 def copy_2d(src, dst):
-    i, j = cuda.grid(2)
-    if i < src.shape[0] and j < src.shape[1]:
-        dst[i, j] = src[i, j]
+    j0, i0 = cuda.grid(2)              # x along a row: consecutive threads, consecutive addresses
+    sj, si = cuda.gridsize(2)
+    for i in range(i0, src.shape[0], si):
+        for j in range(j0, src.shape[1], sj):
+            dst[i, j] = src[i, j]
 
 
 def padded(array, tiles, least=(0, 0)):
@@ -38,7 +43,8 @@ def copier(src, dst, stream):
     if src is dst:
         return lambda: None
     copy_2d.compile((numba.typeof(src), numba.typeof(dst)))
-    grid = ((src.shape[0] + 15) // 16, (src.shape[1] + 15) // 16)
+    # a grid's y extent stops at 65535 blocks (x at 2^31 - 1): rows beyond 65535 x 16 loop
+    grid = ((src.shape[1] + 15) // 16, min((src.shape[0] + 15) // 16, MAX_GRID_Y))
     return lambda: copy_2d[grid, (16, 16), stream](src, dst)
 
 
