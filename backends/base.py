@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from harness.measure import gpu
+from backends import gpus as gpu
 
 
 JIT_CACHES = {
@@ -176,16 +176,16 @@ class Backend:
         return {var: os.path.join(tmpdir, sub) for var, sub in {**JIT_CACHES, **self.cache_vars}.items()}
 
 
+# what compiling() and timing_kernels() enter: no-ops until the harness's worker sets its own
+_COMPILING = _TIMING_KERNELS = contextlib.nullcontext
+
+
 def timing_kernels():
     """Around the part of a build() that times candidate kernels (an implementation's own search):
     with several workers on one GPU (`ways run --jobs`) no other worker's kernels run meanwhile, as
-    in the harness's own timing. A no-op otherwise. (A build that cannot separate its search from
-    its compiling says so with `Backend.build_times_kernels` and holds the GPU throughout.)"""
-    from harness.measure.gpu_lock import LOCK
-    return LOCK.exclusive()
-
-
-_COMPILING = contextlib.nullcontext       # what compiling() enters: the harness's worker sets its own
+    in the harness's own timing. (A build that cannot separate its search from its compiling says
+    so with `Backend.build_times_kernels` and holds the GPU throughout.)"""
+    return _TIMING_KERNELS()
 
 
 def compiling():
@@ -195,10 +195,11 @@ def compiling():
     return _COMPILING()
 
 
-def on_compiling(factory) -> None:
-    """The harness's side of compiling(): `factory()` is the context manager it enters."""
-    global _COMPILING
-    _COMPILING = factory
+def on_build_steps(compiling_, timing_kernels_) -> None:
+    """The harness's side of compiling() and timing_kernels(): factories of the context managers
+    they enter (the backends know nothing of how the harness shares a GPU)."""
+    global _COMPILING, _TIMING_KERNELS
+    _COMPILING, _TIMING_KERNELS = compiling_, timing_kernels_
 
 
 def _installed(module: str, site: str | None = None) -> bool:

@@ -10,39 +10,14 @@ from pathlib import Path
 
 import backends
 import problems
-from harness.measure import gpu
+from harness.measure import env
+from harness.report.pipeline import NeedsExtra
 from harness.run import registry
-from problems.base import dtype_of
+from problems.base import dtype_of, parse_shape
 
 
 class UsageError(Exception):
     pass
-
-
-def parse_shape(text: str) -> dict[str, int]:
-    shape = {}
-    for part in text.split(","):
-        key, sep, value = part.partition("=")
-        key, value = key.strip(), value.strip()
-        if not sep or not key or not value:
-            raise UsageError(f"malformed --shape {text!r}: expected KEY=INT[,KEY=INT...], "
-                             "e.g. M=4096,N=4096,K=1024")
-        try:
-            number = int(value, 0)
-        except ValueError:
-            raise UsageError(f"--shape {key}={value!r} is not an integer") from None
-        if number < 1:
-            raise UsageError(f"--shape {key}={number} must be positive") from None
-        shape[key] = number
-    return shape
-
-
-def _memory_limits() -> list[tuple[str, int]]:
-    limits = [("host memory", os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))]
-    for g in gpu.gpus()[:1]:
-        if g.get("memory_mib"):
-            limits.append((f"GPU memory ({g['name']})", g["memory_mib"] << 20))
-    return limits
 
 
 def custom_cases(args) -> dict:
@@ -63,7 +38,7 @@ def custom_cases(args) -> dict:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         need = problem.footprint(case)
-        for what, have in _memory_limits():
+        for what, have in env.memory_limits():
             factor = 4 if what == "host memory" else 1     # the host also holds the float64 reference
             if need * factor > have:
                 raise UsageError(f"--shape {text} needs {need * factor / 2**30:.1f} GiB, more than the "
@@ -190,7 +165,8 @@ def cmd_run(args) -> int:
         print(f"the previous results in {out} were moved to {run.set_aside}")
     print(f"results: {out / 'results.json'}, {out / 'summary.csv'}")
     if args.html:
-        write_report(doc, out, html=True, echo=False)
+        from harness.report import pipeline
+        pipeline.write(doc, out, html=True, echo=False)
     return 0
 
 
@@ -214,8 +190,8 @@ def _warm_up_figures() -> None:
 
     def warm():
         try:
-            from harness.report import figures
-            figures.warm_up()
+            from harness.report import style
+            style.warm_up()
         except ImportError:
             pass            # write_report says what is missing
     threading.Thread(target=warm, daemon=True).start()
@@ -245,7 +221,8 @@ def _run_spread(args, opts, out: Path) -> int:
     print_summary(doc)
     print(f"results: {out / 'results.json'} (merged from {out / 'lanes'}), {out / 'summary.csv'}")
     if args.html:
-        write_report(doc, out, html=True, echo=False)
+        from harness.report import pipeline
+        pipeline.write(doc, out, html=True, echo=False)
     return 0
 
 
@@ -262,6 +239,7 @@ def _load_all(paths: list[str]) -> list[dict]:
 
 
 def cmd_report(args) -> int:
+    from harness.report import pipeline
     from harness.results import merge
     docs = _load_all(args.results)
     doc = merge.merge(docs, args.results)
@@ -275,43 +253,8 @@ def cmd_report(args) -> int:
     if len(docs) > 1:
         (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
         written.append(out / "results.json")
-    write_report(doc, out, args.html, args.slides, written)
+    pipeline.write(doc, out, args.html, args.slides, written)
     return 0
-
-
-def write_report(doc: dict, out: Path, html: bool, slides: bool = False, written: list[Path] | None = None,
-                 echo: bool = True) -> None:
-    """report.md (printed too where `echo`), figures/, and with `html` index.html, into `out`."""
-    from harness.report import markdown
-    text = markdown.markdown(doc)
-    (out / "report.md").write_text(text + "\n")
-    if echo:
-        print(text)
-    written = [out / "report.md", *(written or [])]
-    try:
-        from harness.report import figures
-        paths = figures.write_all(doc, out / "figures")
-    except ImportError as exc:
-        if html:
-            raise UsageError(f"--html needs matplotlib and pygments (pip install '.[report]'): {exc}") from None
-        print(f"\nfigures not written: {exc} (pip install '.[report]')")
-        paths = []
-    written += paths
-    if slides:
-        from harness.report import slides as slides_mod
-        written += slides_mod.write(doc, out / "slides")
-    if html:
-        from harness.report import page
-        try:
-            text_html = page.render(doc, paths)
-        except ImportError as exc:
-            raise UsageError(f"--html needs pygments (pip install '.[report]'): {exc}") from None
-        (out / "index.html").write_text(text_html)
-        written.append(out / "index.html")
-    more = f" and {len(written) - 4} more" if len(written) > 4 else ""
-    print(f"\nwritten: {', '.join(str(p) for p in written[:4])}{more}")
-    if html:
-        print(f"page: {(out / 'index.html').resolve()} (self-contained: open it in a browser)")
 
 
 def cmd_compare(args) -> int:
@@ -336,10 +279,8 @@ def cmd_sweep(args) -> int:
         chosen = registry.select(args.problem, args.backend)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if args.count < 1:
-        raise UsageError(f"--count {args.count} must be at least 1")
-    if args.jobs < 1:
-        raise UsageError(f"--jobs {args.jobs} must be at least 1")
+    if args.count < 1 or args.jobs < 1:
+        raise UsageError(f"--count {args.count} and --jobs {args.jobs} must be at least 1")
     names = args.problem or sorted({i.problem for i in chosen})
     labels, left_out = (args.backend, {}) if args.backend else sweep.default_backends(names)
     for label, why in left_out.items():
@@ -426,7 +367,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except UsageError as exc:
+    except (UsageError, NeedsExtra) as exc:
         print(f"ways: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

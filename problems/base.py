@@ -128,6 +128,24 @@ class CheckError(AssertionError):
 SWEEP_MAX_DIM = 4096
 
 
+def parse_shape(text: str) -> dict[str, int]:
+    """`KEY=INT[,KEY=INT...]` (as `ways run --shape` takes it); ValueError with a one-line reason."""
+    shape = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise ValueError(f"malformed --shape {text!r}: expected KEY=INT[,KEY=INT...], e.g. M=4096,N=4096,K=1024")
+        try:
+            number = int(value, 0)
+        except ValueError:
+            raise ValueError(f"--shape {key}={value!r} is not an integer") from None
+        if number < 1:
+            raise ValueError(f"--shape {key}={number} must be positive")
+        shape[key] = number
+    return shape
+
+
 def log_uniform(rng, low: int, high: int) -> int:
     """An integer in [low, high], its logarithm uniform: small and large sizes equally likely."""
     return int(min(high, max(low, round(math.exp(rng.uniform(math.log(low), math.log(high + 1)))))))

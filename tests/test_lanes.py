@@ -130,12 +130,12 @@ def test_usable_cores_follow_the_affinity_mask():
 def test_each_lane_keeps_a_core_for_its_timers(monkeypatch):
     import os
 
-    from harness.run import runner
+    from harness.measure import gpu_lock
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
-    assert runner.timing_cores_for(1) == [("15", "15")]
-    assert runner.timing_cores_for(2) == [("14,15", "14"), ("14,15", "15")]
+    assert gpu_lock.timing_cores_for(1) == [("15", "15")]
+    assert gpu_lock.timing_cores_for(2) == [("14,15", "14"), ("14,15", "15")]
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-    assert runner.timing_cores_for(1) == [None]          # too few cores: none kept
+    assert gpu_lock.timing_cores_for(1) == [None]          # too few cores: none kept
 
 
 def test_a_gpu_lost_mid_run_fails_its_lanes_items_with_the_reason_and_the_merge_stays_valid(tmp_path, bad_backends,

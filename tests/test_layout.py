@@ -41,3 +41,56 @@ def test_every_module_is_in_a_subpackage_or_on_top():
 @pytest.mark.parametrize("path", sorted(HARNESS.rglob("*.py")), ids=lambda p: str(p.relative_to(HARNESS)))
 def test_no_module_over_400_lines(path):
     assert len(path.read_text().splitlines()) <= 400
+
+
+PACKAGES = ("problems", "backends", "harness")      # each may import only those before it
+
+
+def _modules(package):
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+def _imported(path):
+    """Every module an import statement of `path` names (function-level ones too)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module
+            yield from (f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+
+
+@pytest.mark.parametrize("package", PACKAGES[:2])
+def test_layers_point_one_way(package):
+    """problems <- backends <- harness: a backend gets what it needs from the harness by hooks
+    (backends.base.on_build_steps), never by importing it."""
+    later = PACKAGES[PACKAGES.index(package) + 1:]
+    wrong = sorted({(str(p.relative_to(ROOT)), m) for p in _modules(package) for m in _imported(p)
+                    if m.split(".")[0] in later})
+    assert not wrong, wrong
+
+
+def _name(path):
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_import_cycle_in_the_harness():
+    names = {_name(p): p for p in _modules("harness")}
+    graph = {n: {m for m in _imported(p) if m in names and m != n} for n, p in names.items()}
+    done, path = set(), []
+
+    def visit(n):
+        if n in path:
+            raise AssertionError("import cycle: " + " -> ".join(path[path.index(n):] + [n]))
+        if n in done:
+            return
+        path.append(n)
+        for m in sorted(graph[n]):
+            if not m.startswith(n + "."):        # a package importing its own modules is no cycle
+                visit(m)
+        path.pop()
+        done.add(n)
+
+    for n in sorted(graph):
+        visit(n)

@@ -38,8 +38,8 @@ class CuteDsl(TorchArrays, Backend):
 
     def device_arch(self) -> str:
         """sm_XXa of GPU 0 as the DSL names it, or "" without one."""
-        from harness.measure import gpu
-        found = gpu.gpus()
+        from backends.gpus import gpus
+        found = gpus()
         return f"sm_{found[0]['compute_capability'].replace('.', '')}a" if found else ""
 
     def stream(self, handle, variant):

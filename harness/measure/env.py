@@ -15,6 +15,15 @@ from harness.measure import gpu
 ALWAYS = ("numpy", "rich", "cuda-core", "cuda-bindings", "cuda-bench", "nvidia-ml-py")
 
 
+def memory_limits() -> list[tuple[str, int]]:
+    """(what, bytes) a case's arrays must fit: the host's memory, and the first GPU's."""
+    limits = [("host memory", os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))]
+    for g in gpu.gpus()[:1]:
+        if g.get("memory_mib"):
+            limits.append((f"GPU memory ({g['name']})", g["memory_mib"] << 20))
+    return limits
+
+
 def versions() -> dict[str, str]:
     names = set(ALWAYS)
     for b in backends.names():

@@ -224,4 +224,15 @@ def _set_niceness(value: int) -> None:
             pass
 
 
+def timing_cores_for(lanes: int) -> list[tuple[str, str] | None]:
+    """Per lane: (every lane's timing core, its own), the last usable cores, as this module's
+    environment wants them; None where too few cores are left to give each lane one."""
+    from harness.measure.env import usable_core_ids
+    usable = usable_core_ids()
+    if len(usable) < 4 * lanes:
+        return [None] * lanes
+    kept = usable[-lanes:]
+    return [(",".join(map(str, kept)), str(core)) for core in kept]
+
+
 LOCK = GpuLock(os.environ.get(LOCK_VAR))       # this process's; the runner sets the variable for its workers

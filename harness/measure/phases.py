@@ -69,4 +69,21 @@ class Phases:
         return {name: round(s, 3) for name, s in sorted(self.seconds.items(), key=lambda kv: -kv[1])}
 
 
+def run_profile(run: Phases, workers: Phases, wall_s: float, overlapping: bool) -> dict[str, float]:
+    """Seconds per phase of a run: the workers' own phases in place of their wall time, whatever of
+    that they did not account for (process start, imports before the first phase, the event pipe),
+    and the rest of the run (planning, records, GPU state) as "other". Workers that ran at once
+    (`overlapping`, --jobs) keep their wall time here; their phases are reported apart."""
+    profile = Phases()
+    other = {"other (planning, records, GPU state)": max(0.0, wall_s - run.total())}
+    if overlapping:
+        profile.add({**run.seconds, **other})
+        return profile.as_dict()
+    profile.add({k: v for k, v in run.seconds.items() if k != "workers"})
+    profile.add(workers.seconds)
+    profile.add({"worker processes (start, pipe, unaccounted)": max(0.0, run.seconds["workers"] - workers.total()),
+                 **other})
+    return profile.as_dict()
+
+
 PHASES = Phases()       # this process's

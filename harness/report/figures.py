@@ -7,38 +7,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from harness.report.markdown import per_impl
+from harness.report.style import family_colour, plt as _plt, save as _save
 from harness.results.records import counts, flag, impl_label
-
-
-def family_colour(backend: str) -> str:
-    """The colour of the backend's tool family (report/slides.py), the same in every figure."""
-    import backends
-    from harness.report.slides import FAMILY_COLOURS
-    family = backends.get(backend).family if backend in backends.names() else ""
-    return FAMILY_COLOURS.get(family, FAMILY_COLOURS[""])
-
-
-def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    # a fixed salt for the SVG ids, so the same results give the same files (a clean diff when
-    # committed reports are regenerated)
-    plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "ways", "figure.dpi": 100, "font.size": 9})
-    return plt
-
-
-def warm_up() -> None:
-    """Import matplotlib (on a fresh machine it builds its font cache then) before the figures are due."""
-    _plt()
-
-
-def _save(fig, out: Path, name: str) -> list[Path]:
-    paths = [out / f"{name}.png", out / f"{name}.svg"]
-    for p in paths:
-        fig.savefig(p, bbox_inches="tight", metadata={"Date": None} if p.suffix == ".svg" else None)
-    _plt().close(fig)
-    return paths
 
 
 def _timed(doc: dict) -> dict[tuple[str, str], list[dict]]:

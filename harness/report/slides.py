@@ -7,9 +7,7 @@ import math
 from pathlib import Path
 
 from harness.report.scorecard import rows as scorecard_rows
-
-FAMILY_COLOURS = {"no kernel": "#7f8c8d", "SIMT": "#2e86c1", "tile": "#28b463", "tensor-core DSL": "#8e44ad",
-                  "C++": "#d35400", "": "#34495e"}
+from harness.report.style import family_colour, plt as _plt, save as _save
 TOKEN_COLOURS = {"Keyword": "#7d3c98", "Name.Function": "#1f618d", "Name.Class": "#1f618d",
                  "Name.Builtin": "#117a65", "Literal.String": "#b03a2e", "Literal.Number": "#af601a",
                  "Comment": "#839192", "Operator": "#2c3e50"}
@@ -71,7 +69,6 @@ def caption(doc: dict, stats: dict, name: str, problem: str) -> str:
 def write(doc: dict, out: Path) -> list[Path]:
     """One figure per problem of `doc`; the paths written."""
     import backends
-    from harness.report.figures import _plt, _save
     plt = _plt()
     stats = {r["implementation"]: r for r in scorecard_rows(doc)}
     out.mkdir(parents=True, exist_ok=True)
@@ -90,7 +87,7 @@ def write(doc: dict, out: Path) -> list[Path]:
         for ax, name in zip(axes.flat, names, strict=False):
             backend = backends.get(name)
             _panel(ax, backends.source_path(name, problem).read_text(), f"{name} ({backend.family or 'other'})",
-                   caption(doc, stats, name, problem), FAMILY_COLOURS.get(backend.family, FAMILY_COLOURS[""]))
+                   caption(doc, stats, name, problem), family_colour(name))
         fig.suptitle(f"{problem}: every implementation, its lines, compile time and best % of peak (colour: tool "
                      f"family)", fontsize=11)
         paths += _save(fig, out, problem)

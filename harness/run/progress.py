@@ -44,3 +44,12 @@ class LaneProgress:
 
     def stop(self) -> None:
         """The display stops with the whole run (cli), not with one lane."""
+
+
+class NullProgress:
+    """A run's progress where nobody watches (tests, lanes' and clusters' parts)."""
+    def lane(self, name): return self
+    def start(self, total): pass
+    def advance(self, label): pass
+    def describe(self, text): pass
+    def stop(self): pass

@@ -16,12 +16,13 @@ from pathlib import Path
 import backends
 import problems
 from harness.measure import cpu_load, env, gpu, gpu_lock, loc, lock_holds, roofline, timing
-from harness.measure.phases import Phases
+from harness.measure.phases import Phases, run_profile
 from harness.results import crosscheck, records
 from harness.run import compile_times, resume, supervise
 from harness.run.outdir import OutputBusy, exclusive, set_aside_previous  # noqa: F401 (re-exported)
 from harness.run.plan import (Job, Options, by_implementation, compile_limit, first_build_s, plan,  # noqa: F401
                                process_limit, shards, slow_builder, time_limit)
+from harness.run.progress import NullProgress
 from harness.run.slots import Slots
 from problems.base import Case
 
@@ -36,7 +37,7 @@ class Run:
         implementations whose compile figures another lane of a resumed run measured."""
         self.opts = opts
         self.cores = cores or env.usable_cores()
-        self.timing_cores = timing_cores or timing_cores_for(1)[0]
+        self.timing_cores = timing_cores or gpu_lock.timing_cores_for(1)[0]
         self.jobs, self.lane = jobs, lane
         self.lane_env = {"CUDA_VISIBLE_DEVICES": lane} if lane is not None else {}
         self.progress = progress or NullProgress()
@@ -95,7 +96,8 @@ class Run:
                 # an interrupted run's profile too ("stopped": complete stays false)
                 writer.write({"type": "end" if ended else "stopped", "run": {
                     "finished": _iso(finished), "duration_s": round(finished - started, 3),
-                    "phases": self.phase_profile(finished - started), "jobs": self.opts.jobs,
+                    "phases": run_profile(self.phases, self.worker_phases, finished - started, self.opts.jobs > 1),
+                    "jobs": self.opts.jobs,
                     "worker_phases": self.worker_phases.as_dict()}})
                 writer.close()
                 if not ended:
@@ -149,22 +151,6 @@ class Run:
         with self.phases("cross-check"):
             for row in crosscheck.pairwise(scratch / "outputs"):
                 writer.write({"type": "crosscheck", "crosscheck": row})
-
-    def phase_profile(self, wall_s: float) -> dict[str, float]:
-        """Seconds per phase: the workers' own phases in place of their wall time, whatever of that
-        they did not account for (process start, imports before the first phase, the event pipe),
-        and the rest of the run (planning, records, GPU state) as "other"."""
-        profile = Phases()
-        if self.opts.jobs > 1:   # workers overlap: their wall time here, their phases in run.worker_phases
-            profile.add({**self.phases.seconds, "other (planning, records, GPU state)":
-                         max(0.0, wall_s - self.phases.total())})
-            return profile.as_dict()
-        profile.add({k: v for k, v in self.phases.seconds.items() if k != "workers"})
-        profile.add(self.worker_phases.seconds)
-        profile.add({"worker processes (start, pipe, unaccounted)":
-                     max(0.0, self.phases.seconds["workers"] - self.worker_phases.total()),
-                     "other (planning, records, GPU state)": max(0.0, wall_s - self.phases.total())})
-        return profile.as_dict()
 
     # -- pieces ---------------------------------------------------------------------------
     def _availability(self, jobs):
@@ -287,25 +273,22 @@ class Run:
 
     def _judge_again(self, jobs: list[Job], again: dict[tuple, str], writer, scratch: Path) -> None:
         """The cases in flight beside a hang (supervise.Watch), run again one worker at a time on a
-        quiet GPU: a row fails only for its own fault. Each new record says why it was re-run and
-        what its first run came to."""
+        quiet GPU: a row fails only for its own fault. Each new record says why, and what its first
+        run came to."""
         first = {records.record_key(r): r for r in self.records}
-        by_impl: dict[tuple, Job] = {}
-        for job in jobs:
-            for part in (job, *job.also):
-                for case in part.cases:
-                    key = (part.impl.backend, part.impl.variant, part.impl.problem, case.name)
-                    if key in again:
-                        by_impl.setdefault(key[:3], Job(part.impl, [])).cases.append(case)
+        redo: dict[tuple, tuple[Job, dict]] = {}
+        for part in (p for job in jobs for p in (job, *job.also)):
+            for case in part.cases:
+                key = (part.impl.backend, part.impl.variant, part.impl.problem, case.name)
+                if key in again:
+                    job, notes = redo.setdefault(key[:3], (Job(part.impl, []), {}))
+                    job.cases.append(case)
+                    was = first.get(key, {})
+                    line = (was.get("error") or was.get("reason") or "").split("\n")[0]
+                    notes[case.name] = {"why": again[key], "first": ": ".join(filter(None, [was.get("status"), line]))
+                                        or "not reported"}
         self.progress.describe(f"judging {len(again)} case(s) again after a hang")
-        for job in by_impl.values():
-            notes = {}
-            for case in job.cases:
-                key = (job.impl.backend, job.impl.variant, job.impl.problem, case.name)
-                was = first.get(key, {})
-                line = (was.get("error") or was.get("reason") or "").split("\n")[0]
-                notes[case.name] = {"why": again[key], "first": f"{was.get('status', 'not reported')}"
-                                    + (f": {line}" if line else "")}
+        for job, notes in redo.values():
             self._run_job(job, writer, scratch, rerun=notes)
 
     def _run_job(self, job: Job, writer, scratch: Path, extra_env: dict | None = None,
@@ -396,30 +379,11 @@ class Run:
                                      {**self.lane_env, **(lock or {})}, ahead_of_time, at_once=at_once)
 
 
-def timing_cores_for(lanes: int) -> list[tuple[str, str] | None]:
-    """Per lane: (every lane's timing core, its own), the last usable cores, as gpu_lock.py's
-    environment wants them; None where too few cores are left to give each lane one."""
-    usable = env.usable_core_ids()
-    if len(usable) < 4 * lanes:
-        return [None] * lanes
-    kept = usable[-lanes:]
-    return [(",".join(map(str, kept)), str(core)) for core in kept]
-
-
-
 def summarize(jsonl: Path) -> dict:
     """The summary document of a results.jsonl, rates and % of peak filled in."""
     doc = records.merge(records.read_jsonl(jsonl))
     roofline.apply(doc)
     return doc
-
-
-class NullProgress:
-    def lane(self, name): return self
-    def start(self, total): pass
-    def advance(self, label): pass
-    def describe(self, text): pass
-    def stop(self): pass
 
 
 def _iso(t: float) -> str:

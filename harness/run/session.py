@@ -167,7 +167,7 @@ class ToolCompile:
 
 
 TOOL_COMPILE = ToolCompile()
-backends.base.on_compiling(TOOL_COMPILE)
+backends.base.on_build_steps(TOOL_COMPILE, LOCK.exclusive)
 
 
 def gpu_hold(kind: str, alone: bool = False):
