@@ -253,6 +253,9 @@ def cmd_report(args) -> int:
     if len(docs) > 1:
         (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
         written.append(out / "results.json")
+    if args.readme:
+        from harness.report import verdict
+        verdict.write_into(Path(args.readme), doc, " + ".join(args.results))
     pipeline.write(doc, out, args.html, args.slides, written)
     return 0
 
@@ -353,6 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--slides", action="store_true",
                      help="also write slides/<problem>.png and .svg: every source side by side, 16:9")
     rep.add_argument("--out", help="where report.md, figures/ and index.html go (default: beside the first results)")
+    rep.add_argument("--readme", metavar="FILE",
+                     help="also write the verdict of these results into FILE (e.g. README.md), between its markers")
     rep.set_defaults(fn=cmd_report)
     cmp = sub.add_parser("compare", help="per implementation x case: faster, slower, same or ambiguous (B vs A)")
     cmp.add_argument("a", help="results.json of the baseline run")

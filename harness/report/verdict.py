@@ -1,0 +1,69 @@
+"""The verdict a README leads with: per problem, its headline bench case (the problem's first), every
+implementation's cold % of the problem's ceiling, sorted, those at VERDICT_PCT or more marked, with
+time, lines of code and cold compile time. Generated from one named results file and kept between
+markers in the README (`ways report RESULTS --readme README.md`), so a test can regenerate it and
+the README can never disagree with its run."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import problems
+from harness.report.markdown import fmt
+from harness.results.records import counts, flag, impl_label
+
+VERDICT_PCT = 90.0
+BEGIN, END = "<!-- verdict from {} -->", "<!-- end of verdict -->"
+
+
+def headline_case(problem: str) -> str:
+    return next(c.name for c in problems.get(problem).cases() if c.kind == "bench")
+
+
+def markdown(doc: dict) -> str:
+    compile_s = {}
+    for r in doc["records"]:
+        if (r.get("compile") or {}).get("cold_s") is not None:
+            compile_s[(r["problem"], impl_label(r))] = r["compile"]["cold_s"]
+    lines = []
+    for problem in sorted({r["problem"] for r in doc["records"]}):
+        case = headline_case(problem)
+        rows = [r for r in doc["records"] if r["problem"] == problem and r["case"] == case
+                and (r.get("timing") or {}).get("device_ms_cold")]
+        if not rows:
+            continue
+        basis = next((r["timing"].get("peak_basis") for r in rows if r["timing"].get("peak_basis")), "")
+        lines += [f"**{problem}** {case}: % of {basis.split(',')[0] or 'the ceiling'} (cold)", "",
+                  f"| implementation | ms | % of ceiling | ≥ {VERDICT_PCT:.0f}% | LOC | compile cold s |",
+                  "|---|---:|---:|:---:|---:|---:|"]
+        rows.sort(key=lambda r: -(r["timing"].get("pct_of_peak") or 0.0))
+        for r in rows:
+            t, label = r["timing"], impl_label(r)
+            pct = t.get("pct_of_peak")
+            mark = "✓" if counts(r) and pct is not None and pct >= VERDICT_PCT else ""
+            note = f" ({flag(r)})" if flag(r) else ""
+            lines.append(f"| {label}{note} | {fmt(t['device_ms_cold'], '.4g')} | {fmt(pct, '.1f')} | {mark} | "
+                         f"{fmt((r.get('loc') or {}).get('total'), 'd')} | "
+                         f"{fmt(compile_s.get((problem, label)), '.2g')} |")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def block(doc: dict, source: str) -> str:
+    return f"{BEGIN.format(source)}\n{markdown(doc)}{END}"
+
+
+def in_readme(text: str) -> tuple[str, str] | None:
+    """(the results file the README's verdict names, the verdict as it stands there), or None."""
+    found = re.search(re.escape(BEGIN).replace(r"\{\}", "(.+?)") + r"\n(.*?)" + re.escape(END), text, re.S)
+    return (found.group(1), found.group(2)) if found else None
+
+
+def write_into(readme: Path, doc: dict, source: str) -> None:
+    """Replace the README's verdict (or append one) with `doc`'s, naming `source`."""
+    text = readme.read_text()
+    new = block(doc, source)
+    pattern = re.escape(BEGIN).replace(r"\{\}", ".+?") + r".*?" + re.escape(END)
+    text = re.sub(pattern, lambda m: new, text, count=1, flags=re.S) if re.search(pattern, text, re.S) \
+        else text.rstrip() + "\n\n" + new + "\n"
+    readme.write_text(text)

@@ -1,0 +1,41 @@
+"""The README leads with a verdict generated from one named run: regenerated here from that run, it
+must be what the README says (so the two can never disagree), and it must make sense."""
+import json
+
+from harness.report import verdict
+from tests.conftest import ROOT
+
+
+def test_the_readme_verdict_is_its_run():
+    found = verdict.in_readme((ROOT / "README.md").read_text())
+    assert found, "README.md has no verdict block"
+    source, text = found
+    doc = json.loads((ROOT / source).read_text())
+    assert text == verdict.markdown(doc), f"README.md's verdict is stale: `ways report {source} --readme README.md`"
+
+
+def test_the_verdict_marks_rows_at_ninety_percent_and_flags():
+    doc = {"records": [
+        {"problem": "segreduce", "case": "8192x32768-float32", "backend": "a", "variant": "", "status": "ok",
+         "loc": {"total": 12}, "timing": {"device_ms_cold": 0.35, "pct_of_peak": 98.0,
+                                          "peak_basis": "read stream, same run, cold"}},
+        {"problem": "segreduce", "case": "8192x32768-float32", "backend": "b", "variant": "v", "status": "ok",
+         "loc": {"total": 30}, "timing": {"device_ms_cold": 0.6, "pct_of_peak": 60.0}},
+        {"problem": "segreduce", "case": "8192x32768-float32", "backend": "c", "variant": "", "status": "ok",
+         "loc": {"total": 5}, "timing": {"device_ms_cold": 0.2, "pct_of_peak": 150.0, "suspect": "too fast"}}]}
+    rows = [line for line in verdict.markdown(doc).splitlines() if line.startswith("| ") and "ms" not in line]
+    assert rows[0].startswith("| c (suspect) |") and "| ✓ |" not in rows[0]       # flagged: never counts
+    assert rows[1].startswith("| a |") and "| ✓ |" in rows[1]
+    assert rows[2].startswith("| b[v] |") and "| ✓ |" not in rows[2]
+    assert "% of read stream" in verdict.markdown(doc)
+
+
+def test_report_writes_the_verdict_into_a_readme(tmp_path):
+    from tests.test_cli import ways
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n")
+    src = ROOT / "reports/h100/faults/full-run/results.json"
+    r = ways("report", str(src), "--out", str(tmp_path / "rep"), "--readme", str(readme))
+    assert r.returncode == 0, r.stderr
+    found = verdict.in_readme(readme.read_text())
+    assert found and found[0] == str(src) and "| ✓ |" in found[1]
