@@ -74,7 +74,7 @@ def test_html_page_shows_badges(doc):
     from harness.report import page
     page = page.render(doc, [])
     assert page.count("<span class=flag") >= 2
-    assert ">SUSPECT</span>" in page and ">WRONG</span>" in page and "of the copy measured" in page
+    assert ">SUSPECT</span>" in page and ">WRONG</span>" in page and "copy measured in the same run" in page
 
 
 def test_summary_csv_has_the_flag_columns(doc, tmp_path):

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from harness.report import verdict
+from harness.report.style import fmt
 from harness.results.merge import gpu_name
 from harness.results.records import QUICK_NOTE, counts, flag, flag_note, impl_label, quick_runs
 
 # what a compile figure's named parts are
 PART_NAMES = {"tool_compile_s": "the tool's own compile (inside compiling(): e.g. cute.compile, NVRTC)",
               "autotune_s": "autotuning"}
-
-
-def fmt(x, spec=".3g") -> str:
-    """A number for a table cell ("" for none)."""
-    return "" if x is None or x == "" else format(x, spec) if isinstance(x, (int, float)) else str(x)
 
 
 def mode_pair(t: dict, cold_key: str, sustained_key: str, spec: str) -> str:
@@ -168,6 +165,7 @@ def markdown(doc: dict) -> str:
         lines += [f"- `{m['file']}`: run {m['id']}, {m['gpu']}, started {m['started']}, commit "
                   f"{m['commit'] or 'not recorded'}{'' if m['complete'] else ' (incomplete)'}" for m in merged]
         lines.append("")
+    lines += ["## Verdict", "", verdict.markdown(doc)]
     lines += _peaks(doc) + [""]
     lines += headline(doc)
     from harness.report import scorecard

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from harness import ROOT
 from harness.measure import loc
-from harness.report.markdown import fmt, per_impl, title
+from harness.report.markdown import per_impl, title
+from harness.report.style import fmt
 from harness.results.records import QUICK_NOTE, flag, flag_note, impl_label, quick_runs
 
 STYLE = """

@@ -1,12 +1,17 @@
-"""What every figure shares: matplotlib set up the same way (a reproducible SVG), files written the
-same way, and each tool family's colour (a backend's `family`), so a tool looks the same in every
-figure and slide."""
+"""What every view shares: numbers in table cells, matplotlib set up the same way (a reproducible
+SVG), files written the same way, and each tool family's colour (a backend's `family`), so a tool
+looks the same in every table, figure and slide."""
 from __future__ import annotations
 
 from pathlib import Path
 
 FAMILY_COLOURS = {"no kernel": "#7f8c8d", "SIMT": "#2e86c1", "tile": "#28b463", "tensor-core DSL": "#8e44ad",
                   "C++": "#d35400", "": "#34495e"}
+
+
+def fmt(x, spec=".3g") -> str:
+    """A number for a table cell ("" for none)."""
+    return "" if x is None or x == "" else format(x, spec) if isinstance(x, (int, float)) else str(x)
 
 
 def family_colour(backend: str) -> str:

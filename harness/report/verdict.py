@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import problems
-from harness.report.markdown import fmt
+from harness.report.style import fmt
 from harness.results.records import counts, flag, impl_label
 
 VERDICT_PCT = 90.0
