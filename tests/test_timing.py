@@ -161,7 +161,8 @@ def test_quick_runs_time_the_cold_mode_alone(monkeypatch):
 
 
 def test_timing_cost_adds_up_each_part_of_the_method_from_the_records():
-    from harness.measure.timing import cost, cost_line
+    from harness.measure.timing import cost
+    from harness.report.terminal import cost_line
     gemm = {"timing": {"device_ms_cold": 1.5, "device_ms_sustained": 2.0, "warmup_calls": 250, "host_samples": 100,
                        "host_ms": 2.0, "cold": {"walltime_s": 3.0},
                        "sustained": {"lead_s": 1.0, "calls": 300, "median_ms": 2.0}}}

@@ -291,13 +291,3 @@ def cost(records: list[dict]) -> dict | None:
             out["no_cold_sample"] += 1
             out["no_cold_sample_s"] += cold["walltime_s"]
     return {k: round(v, 1) if isinstance(v, float) else v for k, v in out.items()}
-
-
-def cost_line(c: dict) -> str:
-    total = c["cold_s"] + c["sustained_s"] + c["warm_up_s"] + c["host_s"]
-    line = (f"GPU timing, from the records: {total:.0f} s over {c['rows']} timed rows (cold {c['cold_s']:.0f}, "
-            f"sustained {c['sustained_s']:.0f}, warm-up {c['warm_up_s']:.0f}, host {c['host_s']:.0f})")
-    if c["no_cold_sample"]:
-        line += f"; {c['no_cold_sample']} row(s) sampled {c['no_cold_sample_s']:.0f} s cold and kept no sample"
-    return line
-

@@ -85,4 +85,13 @@ def profile_lines(doc: dict) -> list[str]:
     run, spent = doc["run"], timing.cost(doc["records"])
     return ([cpu_load.line(run["cpu_load"])] if run.get("cpu_load") else []) \
         + (lock_holds.lines(run["gpu_lock"]) if run.get("gpu_lock") else []) \
-        + ([timing.cost_line(spent)] if spent else [])
+        + ([cost_line(spent)] if spent else [])
+
+
+def cost_line(c: dict) -> str:
+    total = c["cold_s"] + c["sustained_s"] + c["warm_up_s"] + c["host_s"]
+    line = (f"GPU timing, from the records: {total:.0f} s over {c['rows']} timed rows (cold {c['cold_s']:.0f}, "
+            f"sustained {c['sustained_s']:.0f}, warm-up {c['warm_up_s']:.0f}, host {c['host_s']:.0f})")
+    if c["no_cold_sample"]:
+        line += f"; {c['no_cold_sample']} row(s) sampled {c['no_cold_sample_s']:.0f} s cold and kept no sample"
+    return line
