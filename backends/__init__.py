@@ -25,6 +25,11 @@ def _folders() -> dict[str, Path]:
     return found
 
 
+def label(backend: str, variant: str) -> str:
+    """How an implementation is named everywhere: `backend`, or `backend[variant]`."""
+    return f"{backend}[{variant}]" if variant else backend
+
+
 def names() -> list[str]:
     return sorted(_folders())
 

@@ -125,7 +125,8 @@ class Backend:
 
     # -- shared ---------------------------------------------------------------------------
     def label(self, variant: str) -> str:
-        return f"{self.name}[{variant}]" if variant else self.name
+        from backends import label
+        return label(self.name, variant)
 
     def available(self, variant: str) -> tuple[bool, str]:
         """Cheap check, no import of the tool: packages present, GPU new enough. Never raises."""

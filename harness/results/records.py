@@ -9,6 +9,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+import backends
+
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("results.schema.json")
 STATUSES = ("ok", "wrong", "failed", "skipped", "unavailable", "not_applicable", "compile_only")
@@ -113,7 +115,7 @@ def merge(lines: list[dict]) -> dict:
 
 def impl_label(r: dict) -> str:
     """backend[variant], with the GPU appended when a merged document spans several GPUs."""
-    base = f"{r['backend']}[{r['variant']}]" if r["variant"] else r["backend"]
+    base = backends.label(r["backend"], r["variant"])
     tag = (r.get("source") or {}).get("tag")
     return f"{base} @ {tag}" if tag else base
 

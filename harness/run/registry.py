@@ -17,7 +17,7 @@ class Impl:
 
     @property
     def label(self) -> str:
-        return f"{self.backend}[{self.variant}]" if self.variant else self.backend
+        return backends.label(self.backend, self.variant)
 
 
 def implementations() -> list[Impl]:

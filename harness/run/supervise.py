@@ -19,6 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import backends
 from harness import ROOT
 
 
@@ -110,17 +111,13 @@ class Watch:
         for key, (start, end) in self.spans.items():
             for hung, since, killed, what in self.hangs:
                 if hung != key and start < killed and end > since:
-                    again[key] = f"it was in flight while {' '.join(hung[2:])} of {_label(hung)} hung ({what})"
+                    who = f"{' '.join(hung[2:])} of {backends.label(*hung[:2])}"
+                    again[key] = f"it was in flight while {who} hung ({what})"
                     break
         for key, after in self.skipped_after.items():
             if after in again and key not in again:
                 again[key] = f"it was not run after {' '.join(after[2:])} timed out, which is judged again"
         return again
-
-
-def _label(key: tuple) -> str:
-    backend, variant = key[:2]
-    return f"{backend}[{variant}]" if variant else backend
 
 
 _RUNNING: set[subprocess.Popen] = set()      # workers being waited on, from any thread
@@ -252,7 +249,7 @@ def run_items(backend: str, variant: str, items: list, scratch: Path, log: Path,
         items_file = scratch / f"items-{os.getpid()}-{time.monotonic_ns()}.json"
         items_file.write_text(json.dumps([items[i] for i in pending]))
         with open(log, "a") as logf:
-            logf.write(f"\n=== worker {backend}[{variant}] for {len(pending)} item(s)\n")
+            logf.write(f"\n=== worker {backends.label(backend, variant)} for {len(pending)} item(s)\n")
             log_start = logf.tell()
         read_fd, write_fd = os.pipe()
         out_read, out_write = os.pipe()
