@@ -15,9 +15,10 @@ gpu_state() { nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,pow
   --format=csv,noheader >> "$OUT/$1/gpu-state.csv"; }
 with_cutile() { PYTHONPATH=$CUTILE_SITE:$PYTHONPATH PATH=$CUTILE_SITE/nvidia/cu13/bin:$PATH "$@"; }
 # SIGINT before the call's limit: the run keeps what it measured (results.json, complete: false) and the
-# step is still packed (a call killed at its limit returns nothing of a step in flight)
+# step is still packed (a call killed at its limit returns nothing of a step in flight); a run of eight
+# GPU workers took over 45 s to stop and lost its summary, so it gets 90 (results.jsonl keeps every row)
 # CPUS=0-15: the run on those cores only (a 16-core one-GPU node's share of a bigger one)
-run_ways() { ${CPUS:+taskset -c $CPUS} timeout --signal=INT --kill-after=45 "${STEP_TIMEOUT:-540}" \
+run_ways() { ${CPUS:+taskset -c $CPUS} timeout --signal=INT --kill-after=90 "${STEP_TIMEOUT:-540}" \
   python -m harness run "$@"; }
 
 # where a run's time went (also for a run its step limit stopped, which prints no summary)
@@ -146,7 +147,7 @@ for step in "$@"; do
       fi ;;
     sweep)            # random shapes per problem on every backend, checked (COUNT a problem, SEED)
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
-        ${CPUS:+taskset -c $CPUS} timeout --signal=INT --kill-after=45 "${STEP_TIMEOUT:-540}" \
+        ${CPUS:+taskset -c $CPUS} timeout --signal=INT --kill-after=90 "${STEP_TIMEOUT:-540}" \
         python -m harness sweep --count "${COUNT:-60}" --seed "${SEED:-0}" --jobs "${JOBS:-8}" --out "$OUT/$step/sweep" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
