@@ -39,3 +39,14 @@ def test_report_writes_the_verdict_into_a_readme(tmp_path):
     assert r.returncode == 0, r.stderr
     found = verdict.in_readme(readme.read_text())
     assert found and found[0] == str(src) and "| ✓ |" in found[1]
+
+
+def test_the_page_leads_with_the_same_verdict():
+    import pytest
+    pytest.importorskip("pygments", reason="the page needs pygments (pip install '.[report]')")
+    from harness.report import page
+    doc = json.loads((ROOT / "reports/h100/faults/full-run/results.json").read_text())
+    html = page.render(doc, [])
+    assert html.index("<h2 id=verdict>Verdict</h2>") < html.index("<h2>Environment</h2>")
+    for heading, cells in verdict.tables(doc):
+        assert heading.split(":")[0] in html and f"<td>{cells[0][0]}</td>" in html

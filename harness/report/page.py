@@ -10,6 +10,7 @@ from pathlib import Path
 
 from harness import ROOT
 from harness.measure import loc
+from harness.report import verdict
 from harness.report.markdown import per_impl, title
 from harness.report.style import fmt
 from harness.results.records import QUICK_NOTE, flag, flag_note, impl_label, quick_runs
@@ -170,7 +171,10 @@ def render(doc: dict, figures: list[Path]) -> str:
              f"<p>Run {html.escape(doc['run']['id'])}, started {html.escape(doc['run'].get('started') or '')}"
              f"{'' if doc['run'].get('complete') else ' (incomplete)'}.</p>",
              *([f"<p>Rows marked quick come from a {html.escape(QUICK_NOTE)}.</p>"] if quick_runs(doc) else []),
-             "<h2>Environment</h2>", _environment(doc), "<h2>Overview</h2>"]
+             "<h2 id=verdict>Verdict</h2>"]
+    for heading_, cells in verdict.tables(doc):        # per problem: who reaches the ceiling, at what cost
+        parts += [f"<h3>{html.escape(heading_)}</h3>", _table(verdict.HEADER, cells, {1, 2, 4, 5})]
+    parts += ["<h2>Environment</h2>", _environment(doc), "<h2>Overview</h2>"]
     parts += [f"<figure id='fig-{name}'>{_svg(svgs[name])}</figure>"
               for name in ("scorecard", "loc-vs-peak", "compile-times", "crosscheck") if name in svgs]
     parts += ["<h2>Scorecard</h2>", _scorecard(doc)]

@@ -20,12 +20,17 @@ def headline_case(problem: str) -> str:
     return next(c.name for c in problems.get(problem).cases() if c.kind == "bench")
 
 
-def markdown(doc: dict) -> str:
+HEADER = ["implementation", "ms", "% of ceiling", f"≥ {VERDICT_PCT:.0f}%", "LOC", "compile cold s"]
+
+
+def tables(doc: dict) -> list[tuple[str, list[list[str]]]]:
+    """Per problem with a timed headline case: its title, and a row of cells (HEADER) per
+    implementation, best first."""
     compile_s = {}
     for r in doc["records"]:
         if (r.get("compile") or {}).get("cold_s") is not None:
             compile_s[(r["problem"], impl_label(r))] = r["compile"]["cold_s"]
-    lines = []
+    out = []
     for problem in sorted({r["problem"] for r in doc["records"]}):
         case = headline_case(problem)
         rows = [r for r in doc["records"] if r["problem"] == problem and r["case"] == case
@@ -33,19 +38,25 @@ def markdown(doc: dict) -> str:
         if not rows:
             continue
         basis = next((r["timing"].get("peak_basis") for r in rows if r["timing"].get("peak_basis")), "")
-        lines += [f"**{problem}** {case}: % of {basis.split(',')[0] or 'the ceiling'} (cold)", "",
-                  f"| implementation | ms | % of ceiling | ≥ {VERDICT_PCT:.0f}% | LOC | compile cold s |",
-                  "|---|---:|---:|:---:|---:|---:|"]
         rows.sort(key=lambda r: -(r["timing"].get("pct_of_peak") or 0.0))
+        cells = []
         for r in rows:
             t, label = r["timing"], impl_label(r)
             pct = t.get("pct_of_peak")
             mark = "✓" if counts(r) and pct is not None and pct >= VERDICT_PCT else ""
-            note = f" ({flag(r)})" if flag(r) else ""
-            lines.append(f"| {label}{note} | {fmt(t['device_ms_cold'], '.4g')} | {fmt(pct, '.1f')} | {mark} | "
-                         f"{fmt((r.get('loc') or {}).get('total'), 'd')} | "
-                         f"{fmt(compile_s.get((problem, label)), '.2g')} |")
-        lines.append("")
+            cells.append([label + (f" ({flag(r)})" if flag(r) else ""), fmt(t["device_ms_cold"], ".4g"),
+                          fmt(pct, ".1f"), mark, fmt((r.get("loc") or {}).get("total"), "d"),
+                          fmt(compile_s.get((problem, label)), ".2g")])
+        out.append((f"{problem} {case}: % of {basis.split(',')[0] or 'the ceiling'} (cold)", cells))
+    return out
+
+
+def markdown(doc: dict) -> str:
+    lines = []
+    for title, cells in tables(doc):
+        problem, _, rest = title.partition(" ")
+        lines += [f"**{problem}** {rest}", "", "| " + " | ".join(HEADER) + " |", "|---|---:|---:|:---:|---:|---:|"]
+        lines += ["| " + " | ".join(row) + " |" for row in cells] + [""]
     return "\n".join(lines).rstrip() + "\n"
 
 
