@@ -2,7 +2,7 @@
 from array_api_compat import array_namespace
 
 
-def build(case, inputs, outputs, stream):
+def build(case, inputs, outputs, stream, variant=""):
     a, b = inputs["a"], inputs["b"]
     xp = array_namespace(a)
 

@@ -2,7 +2,7 @@
 from array_api_compat import array_namespace
 
 
-def build(case, inputs, outputs, stream):
+def build(case, inputs, outputs, stream, variant=""):
     x = inputs["x"]
     xp = array_namespace(x)
 

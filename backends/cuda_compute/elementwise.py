@@ -7,7 +7,7 @@ from backends.base import compiling
 from cuda import compute           # binds only `compute`: `cuda` stays numba.cuda
 
 
-def build(case, inputs, outputs, stream):
+def build(case, inputs, outputs, stream, variant=""):
     x, y, z = inputs["x"], inputs["y"], outputs["z"]
     alpha = cuda.to_device(np.array([inputs["alpha"]], dtype=np.float32))
 

@@ -41,7 +41,7 @@ def supports(case):
     return None
 
 
-def build(case, inputs, outputs, stream):
+def build(case, inputs, outputs, stream, variant=""):
     x, y, z = inputs["x"], inputs["y"], outputs["z"]
     alpha = numba.float32(inputs["alpha"])
     items = 16 // np.dtype(case.dtype).itemsize

@@ -64,7 +64,7 @@ def supports(case):
     return None
 
 
-def build(case, inputs, outputs, stream):
+def build(case, inputs, outputs, stream, variant=""):
     x, y = inputs["x"], outputs["y"]
     rows, cols = x.shape
     dtype = numba.from_dtype(np.dtype(case.dtype))

@@ -59,7 +59,7 @@ def compile_case(case, inputs, outputs, variant, options=""):
     return compile_once(axpy, [Float32(inputs["alpha"]), *tensors], variant, options), tensors
 
 
-def build(case, inputs, outputs, stream, variant):
+def build(case, inputs, outputs, stream, variant=""):
     compiled, tensors = compile_case(case, inputs, outputs, variant)
     alpha = Float32(inputs["alpha"])
     return launcher(compiled, (alpha, *tensors), (inputs["alpha"], inputs["x"], inputs["y"], outputs["z"]),

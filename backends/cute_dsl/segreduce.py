@@ -81,6 +81,6 @@ def compile_case(case, inputs, outputs, variant, options=""):
     return compile_once(row_sum, tensors, variant, options, **shape_constants(case)), tensors
 
 
-def build(case, inputs, outputs, stream, variant):
+def build(case, inputs, outputs, stream, variant=""):
     compiled, tensors = compile_case(case, inputs, outputs, variant)
     return launcher(compiled, tensors, (inputs["x"], outputs["y"]), stream, variant)

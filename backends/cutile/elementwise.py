@@ -16,7 +16,7 @@ def axpy(x, y, z, alpha: float, tile: ct.Constant[int]):
     ct.store(z, index=(bid,), tile=(alpha * tx + ty).astype(z.dtype))
 
 
-def build(case, inputs, outputs, stream):
+def build(case, inputs, outputs, stream, variant=""):
     x, y, z = inputs["x"], inputs["y"], outputs["z"]
     grid = (ct.cdiv(x.shape[0], TILE),)
     compile_on_scratch(stream, grid, axpy, (x, y, torch.empty_like(z), float(inputs["alpha"]), TILE))

@@ -25,7 +25,7 @@ def tile_shape(n_cols):
     return TILE_ELEMENTS // cols, cols
 
 
-def build(case, inputs, outputs, stream):
+def build(case, inputs, outputs, stream, variant=""):
     x, y = inputs["x"], outputs["y"]
     rows, cols = tile_shape(x.shape[1])
     grid = (ct.cdiv(x.shape[0], rows),)

@@ -53,7 +53,7 @@ def axpy_kernel(dtype):
 KERNELS = {dtype: axpy_kernel(dtype) for dtype in PACK}
 
 
-def build(case, inputs, outputs, stream):
+def build(case, inputs, outputs, stream, variant=""):
     x, y, z = inputs["x"], inputs["y"], outputs["z"]
     alpha = numba.float32(inputs["alpha"])
     per = PACK[case.dtype][0]

@@ -61,7 +61,7 @@ def gemm_kernel(load, store):
 KERNELS = {dtype: gemm_kernel(LOAD[dtype], STORE[dtype]) for dtype in LOAD}
 
 
-def build(case, inputs, outputs, stream):
+def build(case, inputs, outputs, stream, variant=""):
     a, b, c = inputs["a"], inputs["b"], outputs["c"]
     kernel = KERNELS[case.dtype]
     compile_for(kernel, a, b, c)

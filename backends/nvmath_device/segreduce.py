@@ -106,7 +106,7 @@ def add_parts(parts, y):
         y[r] = total
 
 
-def build(case, inputs, outputs, stream, plan=None):
+def build(case, inputs, outputs, stream, variant="", plan=None):
     x, y = inputs["x"], outputs["y"]
     rows, cols = x.shape
     plan = plan or plan_for(cols)

@@ -85,7 +85,7 @@ def kernel_name(case, plan=None):
     return f"axpy<{t}>" if plan.kind == "stride" else f"axpy_chunks<{t}, {plan.vpt}>"
 
 
-def build(case, inputs, outputs, stream, plan=None):
+def build(case, inputs, outputs, stream, variant="", plan=None):
     from cuda.core import Device
     plan = plan or BEST[case.dtype]
     x, y, z = inputs["x"], inputs["y"], outputs["z"]

@@ -58,7 +58,7 @@ def kernel_name(case):
     return f"warp_row_sum<{t}, {WARPS}>" if case.shape["cols"] <= SHORT_ROW else f"block_row_sum<{t}, {BLOCK}>"
 
 
-def build(case, inputs, outputs, stream):
+def build(case, inputs, outputs, stream, variant=""):
     x, y = inputs["x"], outputs["y"]
     rows, cols = x.shape
     name = kernel_name(case)

@@ -26,7 +26,7 @@ def program(case):
     return axpy
 
 
-def build(case, inputs, outputs, stream):
+def build(case, inputs, outputs, stream, variant=""):
     import torch
     kernel = compile_program(program(case))
     x, y, z = inputs["x"], inputs["y"], outputs["z"]

@@ -42,7 +42,7 @@ def program(case):
     return matmul
 
 
-def build(case, inputs, outputs, stream):
+def build(case, inputs, outputs, stream, variant=""):
     kernel = compile_program(program(case))
     a, b, c = inputs["a"], inputs["b"], outputs["c"]
 

@@ -40,7 +40,7 @@ def program(case):
     return row_sum
 
 
-def build(case, inputs, outputs, stream):
+def build(case, inputs, outputs, stream, variant=""):
     kernel = compile_program(program(case))
     x, y = inputs["x"], outputs["y"]
 

@@ -14,7 +14,7 @@ def axpy(x_ptr, y_ptr, z_ptr, alpha, n, BLOCK: tl.constexpr):
     tl.store(z_ptr + offs, (alpha * x + y).to(z_ptr.dtype.element_ty), mask=mask)
 
 
-def build(case, inputs, outputs, stream):
+def build(case, inputs, outputs, stream, variant=""):
     x, y, z, alpha = inputs["x"], inputs["y"], outputs["z"], inputs["alpha"]
     n = x.shape[0]
     grid = (triton.cdiv(n, BLOCK),)

@@ -45,7 +45,7 @@ def matmul(a_ptr, b_ptr, c_ptr, M, N, K, PRECISION: tl.constexpr,
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
-def build(case, inputs, outputs, stream):
+def build(case, inputs, outputs, stream, variant=""):
     a, b, c = inputs["a"], inputs["b"], outputs["c"]
     (m, k), n = a.shape, b.shape[1]
     precision = "ieee" if a.dtype == torch.float32 else "tf32"     # tf32 only ever applies to fp32 inputs

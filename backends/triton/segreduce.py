@@ -14,7 +14,7 @@ def row_sum(x_ptr, y_ptr, rows, cols, ROWS: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(y_ptr + r, tl.sum(acc, axis=1)[:, None], mask=r < rows)
 
 
-def build(case, inputs, outputs, stream):
+def build(case, inputs, outputs, stream, variant=""):
     x, y = inputs["x"], outputs["y"]
     rows, cols = x.shape
     block = min(4096, triton.next_power_of_2(cols))

@@ -3,7 +3,6 @@ fresh inputs, poisoned outputs, build, a call with the whole device synchronized
 float64 reference, then the same arrays given new values (check_case, checked, follows_new_inputs)."""
 from __future__ import annotations
 
-import inspect
 import os
 import time
 from contextlib import contextmanager
@@ -66,10 +65,7 @@ class Session:
         with PHASES("builds"), lock, self.backend.stream_context(self.stream, self.variant):
             t0, waited, cpu0 = time.perf_counter(), PHASES.seconds.get(WAIT_PHASE, 0.0), cpu_seconds()
             tool0 = TOOL_COMPILE.seconds
-            build = self.module(problem.name).build
-            # a backend with variants tells its implementation which one through `variant`
-            extra = {"variant": self.variant} if "variant" in inspect.signature(build).parameters else {}
-            run = build(case, inputs, outputs, self.stream, **extra, **options)
+            run = self.module(problem.name).build(case, inputs, outputs, self.stream, variant=self.variant, **options)
             self.device.sync()
             # time spent waiting for another worker's timing (compiling() released the GPU) is not build time
             build_s = time.perf_counter() - t0 - (PHASES.seconds.get(WAIT_PHASE, 0.0) - waited)
