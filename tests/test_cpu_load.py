@@ -1,10 +1,10 @@
-"""How busy a run's cores were (harness/measure/cpu_load.py): /proc/stat read per usable core."""
+"""How busy a run's cores were (harness/schedule/cpu_load.py): /proc/stat read per usable core."""
 import sys
 import time
 
 import pytest
 
-from harness.measure import cpu_load
+from harness.schedule import cpu_load
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/stat (Linux)")
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from harness.measure.gpu_lock import GpuLock
+from harness.schedule.gpu_lock import GpuLock
 
 START_S = 3.0      # every process waits for one common start, however long its own start-up took
 
@@ -108,7 +108,7 @@ def test_a_cpu_variant_times_without_holding_the_gpu(tmp_path):
     """A CPU variant's work is CPU work: beside --jobs workers its timing and its calls hold no GPU,
     so no timer waits for them (session 16: NumPy's 2^28-element rows held it 26 s of the timers'
     time)."""
-    from harness.measure.gpu_lock import LOCK, NONE, SHARED
+    from harness.schedule.gpu_lock import LOCK, NONE, SHARED
     from harness.run.session import Session
     from tests.test_cli import ways
     s = Session("array_api", "numpy")
@@ -212,7 +212,7 @@ def test_build_time_leaves_out_waiting_for_the_gpu():
     import types
 
     import problems
-    from harness.measure.gpu_lock import WAIT_PHASE
+    from harness.schedule.gpu_lock import WAIT_PHASE
     from harness.measure.phases import PHASES
     from harness.run.session import Session
     s = Session("array_api", "numpy")
@@ -244,7 +244,7 @@ def test_a_timer_gets_the_core_kept_for_timing(tmp_path):
     kept = usable[-1]
     script = (
         "import os\n"
-        "from harness.measure.gpu_lock import LOCK\n"
+        "from harness.schedule.gpu_lock import LOCK\n"
         "LOCK.keep_timing_cores_free()\n"
         "start = sorted(os.sched_getaffinity(0))\n"
         "with LOCK.shared():\n"
@@ -276,7 +276,7 @@ def test_a_compile_process_is_never_niced_while_it_holds_the_gpu(tmp_path):
         pytest.skip("no setpriority here")
     script = (
         "import os\n"
-        "from harness.measure.gpu_lock import LOCK\n"
+        "from harness.schedule.gpu_lock import LOCK\n"
         "nice = lambda: os.getpriority(os.PRIO_PROCESS, 0)\n"
         "base = nice()\n"
         "LOCK.nice_outside_holds(5)\n"
@@ -308,7 +308,7 @@ def _labelled_hold(path, mode, who, doing, start_after, seconds, t0):
 def test_the_holds_tell_what_a_timer_waited_behind(tmp_path):
     """Each hold is written to <lock>.holds.jsonl; the summary puts a timer's wait on the sharer
     that let go last."""
-    from harness.measure import gpu_lock, lock_holds
+    from harness.schedule import gpu_lock, lock_holds
     path = str(tmp_path / "gpu.lock")
     ctx = mp.get_context("spawn")
     t0 = time.time() + START_S
@@ -330,7 +330,7 @@ def test_the_holds_tell_what_a_timer_waited_behind(tmp_path):
 
 
 def test_a_timer_behind_another_timer_is_not_put_on_a_sharer():
-    from harness.measure import lock_holds
+    from harness.schedule import lock_holds
     holds = [{"who": "a gemm x", "doing": "sampling (cold)", "mode": "exclusive", "asked": 0.0, "got": 0.0,
               "released": 2.0},
              {"who": "b gemm x", "doing": "builds", "mode": "shared", "asked": 0.0, "got": 0.0, "released": 0.0},
@@ -344,7 +344,7 @@ def test_a_timer_behind_another_timer_is_not_put_on_a_sharer():
 def test_a_hold_is_named_by_the_phase_that_took_most_of_it(tmp_path):
     """A hold asked for as the CPU-only float64 references end (the GPU taken back for the upload and
     the build after them) is the build's, not the references'."""
-    from harness.measure import gpu_lock, lock_holds
+    from harness.schedule import gpu_lock, lock_holds
     from harness.measure.phases import PHASES
     lock = GpuLock(str(tmp_path / "gpu.lock"))
     lock.label = "nvmath_device segreduce 8192x32768-float32"
@@ -363,7 +363,7 @@ def test_a_hold_is_named_by_the_phase_that_took_most_of_it(tmp_path):
 def test_the_wall_time_not_timed_is_split_into_blocked_and_no_timer_ready():
     """Timer 1 holds 0-2; timer 2 waits 1-4 (behind timer 1, then behind a sharer 2-4) and holds 4-5;
     nothing asks 5-7, timer 3 holds 7-8: 4 s timed, 2 s a timer blocked by other GPU work, 2 s none ready."""
-    from harness.measure import lock_holds
+    from harness.schedule import lock_holds
     holds = [{"who": "a gemm x", "doing": "sampling (cold)", "mode": "exclusive", "asked": 0.0, "got": 0.0,
               "released": 2.0},
              {"who": "b gemm x", "doing": "builds", "mode": "shared", "asked": 0.5, "got": 2.0, "released": 4.0},

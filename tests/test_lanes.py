@@ -130,7 +130,7 @@ def test_usable_cores_follow_the_affinity_mask():
 def test_each_lane_keeps_a_core_for_its_timers(monkeypatch):
     import os
 
-    from harness.measure import gpu_lock
+    from harness.schedule import gpu_lock
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
     assert gpu_lock.timing_cores_for(1) == [("15", "15")]
     assert gpu_lock.timing_cores_for(2) == [("14,15", "14"), ("14,15", "15")]

@@ -1,10 +1,12 @@
-"""`ways run --jobs N`: which job a free worker slot takes (harness/run/slots.py)."""
+"""`ways run --jobs N`: which job a free worker slot takes (harness/schedule/slots.py)."""
 import pytest
 
 import backends
-from harness.run.plan import Job
+from harness.run.plan import Job, first_build_s, slow_builder
 from harness.run.registry import Impl
-from harness.run.slots import Slots
+from harness.schedule.slots import Slots
+
+KINDS = {"slow": lambda j: slow_builder(j.impl), "build_s": lambda j: first_build_s(j.impl)}
 
 
 @pytest.fixture
@@ -20,7 +22,7 @@ def jobs(monkeypatch):
 
 def test_slow_builders_get_their_own_slots_and_the_gpu_slots_stay_capped(jobs):
     slow, fast = jobs
-    slots = Slots(slow + fast, gpu_slots=2, build_slots=1)
+    slots = Slots(slow + fast, gpu_slots=2, build_slots=1, **KINDS)
     assert slots.width == 3 and slots.count == 6
     first = [slots.take() for _ in range(3)]
     assert first == [("slow", slow[1]), ("fast", fast[0]), ("fast", fast[1])]    # slowest build first
@@ -36,7 +38,7 @@ def test_slow_builders_get_their_own_slots_and_the_gpu_slots_stay_capped(jobs):
 def test_a_waiting_slot_gives_up_when_the_run_stops(jobs):
     slow, fast = jobs
     stop = []
-    slots = Slots(fast, gpu_slots=1, build_slots=0, stopping=lambda: bool(stop))
+    slots = Slots(fast, gpu_slots=1, build_slots=0, stopping=lambda: bool(stop), **KINDS)
     assert slots.width == 1 and slots.take() == ("fast", fast[0])
     stop.append(True)
     with pytest.raises(KeyboardInterrupt):

@@ -55,7 +55,7 @@ def test_compiles_with_the_gpu_released(session, problem, case, monkeypatch, tmp
     wait for (`ways run --jobs`)."""
     import warp as wp
 
-    from harness.measure.gpu_lock import LOCK, NONE
+    from harness.schedule.gpu_lock import LOCK, NONE
     monkeypatch.setattr(LOCK, "path", str(tmp_path / "gpu.lock"))
     seen, load, launch = [], wp.load_module, wp.launch_tiled
 

@@ -81,7 +81,8 @@ def print_phases(console, run: dict) -> None:
 def profile_lines(doc: dict) -> list[str]:
     """Where a run's time went besides its phases: how busy the cores were, what the timers waited
     behind (--jobs: lock_holds.py), and what the GPU timing cost, from the records."""
-    from harness.measure import cpu_load, lock_holds, timing
+    from harness.measure import timing
+    from harness.schedule import cpu_load, lock_holds
     run, spent = doc["run"], timing.cost(doc["records"])
     return ([cpu_load.line(run["cpu_load"])] if run.get("cpu_load") else []) \
         + (lock_holds.lines(run["gpu_lock"]) if run.get("gpu_lock") else []) \

@@ -17,7 +17,7 @@ from harness.measure import gpu
 from harness.results import merge, records
 from harness.run import resume, supervise
 from harness.measure.env import usable_cores
-from harness.measure.gpu_lock import timing_cores_for
+from harness.schedule.gpu_lock import timing_cores_for
 from harness.run.runner import Job, Options, Run, exclusive, plan
 
 BENCH_WEIGHT = 5          # a bench case costs about this many test cases (timing, sustained mode)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import backends
 import problems
-from harness.measure import cpu_load, env, gpu, gpu_lock, loc, lock_holds, roofline, timing
+from harness.measure import env, gpu, loc, roofline, timing
 from harness.measure.phases import Phases, run_profile
 from harness.results import crosscheck, records
 from harness.run import compile_times, resume, supervise
@@ -23,7 +23,8 @@ from harness.run.outdir import OutputBusy, exclusive, set_aside_previous  # noqa
 from harness.run.plan import (Job, Options, by_implementation, compile_limit, first_build_s, plan,  # noqa: F401
                                process_limit, shards, slow_builder, time_limit)
 from harness.run.progress import NullProgress
-from harness.run.slots import Slots
+from harness.schedule import cpu_load, gpu_lock, lock_holds
+from harness.schedule.slots import Slots
 from problems.base import Case
 
 
@@ -251,7 +252,8 @@ class Run:
         jobs = [shard for j in jobs for shard in shards(j)]
         # a slow builder's workers compile for minutes: slots of their own on half the cores (slots.py)
         build_slots = max(1, self.cores // 2) if any(slow_builder(j.impl) for j in jobs) else 0
-        slots = Slots(jobs, self.opts.jobs, build_slots, supervise.stopping)
+        slots = Slots(jobs, self.opts.jobs, build_slots, supervise.stopping,
+                      slow=lambda j: slow_builder(j.impl), build_s=lambda j: first_build_s(j.impl))
         lock = self._lock_env(scratch)
         for _ in supervise.in_threads(slots.width, self._run_slot, [(slots, writer, scratch, lock)] * slots.count):
             pass

@@ -15,7 +15,7 @@ import backends
 import backends.base
 import problems
 from harness.measure.device import open_device
-from harness.measure.gpu_lock import LOCK, WAIT_PHASE
+from harness.schedule.gpu_lock import LOCK, WAIT_PHASE
 from harness.measure.phases import PHASES
 from harness.results import records
 from harness.run.case_store import case_data

@@ -22,7 +22,7 @@ import problems
 from backends.base import Unavailable
 from harness.measure import nvbench_engine
 from harness.measure import timing as timing_mod
-from harness.measure.gpu_lock import LOCK, WAIT_PHASE
+from harness.schedule.gpu_lock import LOCK, WAIT_PHASE
 from harness.measure.phases import PHASES
 from harness.results import records
 from harness.run.session import Session, check_case, checked, follows_new_inputs, why_not

@@ -1,5 +1,6 @@
 """Which job a free worker slot of `ways run --jobs N` takes next. A slow builder's workers (nvmath:
-minutes of compiling a build, `plan.slow_builder`) get slots of their own beside the N: were they
+minutes of compiling a build; the runner says which jobs are, and how long each builds) get slots
+of their own beside the N: were they
 first in line for the N, the GPU would sit idle while they compile; were they last, their builds
 would be the run's tail. The N slots keep the GPU fed and never hold more than N workers; a slow
 builder may also take a thread no other job is waiting for."""
@@ -7,13 +8,14 @@ from __future__ import annotations
 
 import threading
 
-from harness.run.plan import Job, first_build_s, slow_builder
-
 
 class Slots:
-    def __init__(self, jobs: list[Job], gpu_slots: int, build_slots: int, stopping=lambda: False):
-        self.slow = sorted((j for j in jobs if slow_builder(j.impl)), key=lambda j: -first_build_s(j.impl))
-        self.fast = [j for j in jobs if not slow_builder(j.impl)]
+    def __init__(self, jobs: list, gpu_slots: int, build_slots: int, stopping=lambda: False,
+                 slow=lambda job: False, build_s=lambda job: 0.0):
+        """`slow(job)`: whether a job is a slow builder's; `build_s(job)`: about how long its first
+        build takes (the slowest go first)."""
+        self.slow = sorted((j for j in jobs if slow(j)), key=lambda j: -build_s(j))
+        self.fast = [j for j in jobs if not slow(j)]
         self.limits = {"fast": gpu_slots, "slow": build_slots}
         self.running = {"fast": 0, "slow": 0}
         self.width = gpu_slots + build_slots        # threads that take jobs
@@ -21,7 +23,7 @@ class Slots:
         self.stopping = stopping                    # Ctrl-C: a waiting slot gives up
         self._cond = threading.Condition()
 
-    def take(self) -> tuple[str, Job]:
+    def take(self) -> tuple[str, object]:
         """The next job for a free slot, waiting while the one it may take would exceed its kind's
         slots; raises KeyboardInterrupt once the run is stopping."""
         with self._cond:
