@@ -106,7 +106,7 @@ def test_run_with_two_jobs_accounts_for_its_time(tmp_path):
 
 def test_a_cpu_variant_times_without_holding_the_gpu(tmp_path):
     """A CPU variant's work is CPU work: beside --jobs workers its timing and its calls hold no GPU,
-    so no timer waits for them (session 16: NumPy's 2^28-element rows held it 26 s of the timers'
+    so no timer waits for them (NumPy's 2^28-element rows once held it 26 s of the timers'
     time)."""
     from harness.schedule.gpu_lock import LOCK, NONE, SHARED
     from harness.run.session import Session

@@ -1,4 +1,4 @@
-"""Issue 21: does another process opening a CUDA context (what a worker or a compile-time process
+"""Does another process opening a CUDA context (what a worker or a compile-time process
 does at its start, under the GPU lock's shared mode) stretch a kernel being timed? Times one kernel
 with CUDA events, call after call, in phases without and with other processes opening contexts
 (cuda.core: Device().set_current(), a stream, as harness/measure/device.py does), quiet and busy

@@ -1,4 +1,4 @@
-"""Issue 20: what cuTile's compiler makes of the GEMM's ct.mma per dtype and tile, read from the SASS of
+"""What cuTile's compiler makes of the GEMM's ct.mma per dtype and tile, read from the SASS of
 the sm_90 cubin (no GPU needed): tensor-core instructions (HGMMA, HMMA) against SIMT ones (FFMA, FMUL,
 FADD) and local-memory traffic (spills: STL / LDL). The kernels are backends/cutile/gemm.py's, exported
 as the lab's compile-only path exports them (backends.cutile.array_param: the JIT's alignment facts).

@@ -1,4 +1,4 @@
-"""Issue 18's nvcc column: the nvrtc[cutlass] GEMM built the conventional C++ way. The same program
+"""The nvcc column: the nvrtc[cutlass] GEMM built the conventional C++ way. The same program
 (backends/nvrtc/_gemm_cutlass.py: lab::Gemm, CUTLASS 4.2 headers from the nvidia-cutlass wheel) plus
 CUTLASS's own host code (GemmUniversalAdapter: Params, TMA descriptors, launch) compiled by nvcc into
 a shared library that ctypes loads. Times nvcc in fresh processes (device-only cubin; host + device

@@ -33,75 +33,75 @@ final=$OUT; OUT=$WORK
 for step in "$@"; do
   mkdir -p "$OUT/$step"; gpu_state "$step"; t0=$SECONDS
   case $step in
-    cutlass)          # issue 18: CUTLASS's tile / cluster configs (bf16), then the nvrtc[cutlass] part
+    cutlass)          # CUTLASS's tile / cluster configs (bf16), then the nvrtc[cutlass] part
       timeout 280 python -m tools.knob_sweep nvrtc gemm --variant cutlass --case 8192x8192x8192-bfloat16 \
         --case 4096x4096x4096-bfloat16 --case 16384x16384x512-bfloat16 --out "$OUT/$step/sweep"
       # a failed build restarts the worker, which compiles CUTLASS again (~35 s): no part unless one config ran
       if grep -q '"status": "ok"' "$OUT/$step/sweep/sweep.json" 2>/dev/null; then
         run_ways -b "nvrtc[cutlass]" --cases all --compile-repeats 1 --timeout 200 --out "$OUT/$step/part"
       else echo "step $step: no config ran in the sweep: part skipped"; fi ;;
-    cutlass-part)     # issue 18: the default config (no sweep) on the headline case, then every case
+    cutlass-part)     # the default config (no sweep) on the headline case, then every case
       run_ways -b "nvrtc[cutlass]" --quick --timeout 200 --out "$OUT/$step/quick"
       if grep '"variant": "cutlass"' "$OUT/$step/quick/results.jsonl" | grep -q '"status": "ok"'; then
         run_ways -b "nvrtc[cutlass]" --cases all --compile-repeats 1 --timeout 200 --out "$OUT/$step/part"
       else echo "step $step: the quick run failed: part skipped"; fi ;;
-    cutlass-nvcc)     # issue 18: the nvcc column (CUTLASS's own host code), fresh nvcc processes
+    cutlass-nvcc)     # the nvcc column (CUTLASS's own host code), fresh nvcc processes
       python -m tools.cutlass_nvcc --repeats 3 --out "$OUT/$step" ;;
-    cutlass-compile)  # issue 18: the talk's table, NVRTC side: fresh processes, 8192^3 bf16
+    cutlass-compile)  # the talk's table, NVRTC side: fresh processes, 8192^3 bf16
       python -m tools.compile_table --impl "nvrtc[cutlass]" --repeats ${REPEATS:-3} --out "$OUT/$step" ;;
-    upstream-cccl)    # issue 20: cuda.compute's own segmented-reduce benchmark alone
+    upstream-cccl)    # cuda.compute's own segmented-reduce benchmark alone
       bash tools/upstream_examples.sh "$OUT/$step" cccl ;;
-    numba-cccl)       # issue 20: numba_simt packed loads, cuda_compute short rows (the full-run part)
+    numba-cccl)       # numba_simt packed loads, cuda_compute short rows (the full-run part)
       run_ways -b numba_simt -b cuda_coop -b cuda_compute --cases all --compile-repeats 1 --timeout 250 \
         --out "$OUT/$step/part" ;;
-    cutile-sweep)     # issue 20: cuTile GEMM knobs, 16-bit and float32 (IEEE, 3xTF32)
+    cutile-sweep)     # cuTile GEMM knobs, 16-bit and float32 (IEEE, 3xTF32)
       with_cutile timeout 420 python -m tools.knob_sweep cutile gemm --out "$OUT/$step/sweep"
       with_cutile timeout 120 python -m tools.knob_sweep cutile gemm --variant tf32x3 \
         --case 4096x4096x4096-float32 --out "$OUT/$step/sweep-tf32x3" ;;
     cutile)           # the cuTile full-run part with the chosen defaults
       WAYS_CUTILE_SITE=$CUTILE_SITE run_ways -b cutile -b "cutile[tf32x3]" --cases all --compile-repeats 1 \
         --timeout 250 --out "$OUT/$step/part" ;;
-    upstream)         # issue 20: the tools' own examples for the same operations (.upstream/ carried)
+    upstream)         # the tools' own examples for the same operations (.upstream/ carried)
       bash tools/upstream_examples.sh "$OUT/$step" cutile cccl numba ;;
-    new-ways)         # issue 24: the DLPack stream probe, then JAX Pallas and Helion (fixed configs) on every case
+    new-ways)         # the DLPack stream probe, then JAX Pallas and Helion (fixed configs) on every case
       timeout 120 python -m tools.jax_stream_probe 2>&1 | tee "$OUT/$step/jax_stream_probe.txt"
       run_ways -b jax_pallas -b "helion[fixed]" --cases all --compile-repeats 1 --timeout 200 --out "$OUT/$step/part" ;;
-    new-ways-b)       # issue 24: the CUTLASS Operator API (both variants) and TileLang (its own site) on every case
+    new-ways-b)       # the CUTLASS Operator API (both variants) and TileLang (its own site) on every case
       WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} run_ways -b cutlass_ops -b tilelang --cases all \
         --compile-repeats 1 --timeout 200 --out "$OUT/$step/part" ;;
-    helion-tuned)     # issue 24: Helion's autotuned variant on the bench cases (its search is build time, reported
+    helion-tuned)     # Helion's autotuned variant on the bench cases (its search is build time, reported
                       # apart; 20-34 s a case on the H200, so every test case too takes ~40 min: helion[fixed] has them)
       run_ways -b "helion[]" --cases bench --compile-repeats 1 --timeout 400 ${RESUME:+--resume} --out "$OUT/$step/part" ;;
-    jobs-compare)     # issue 21: the same bench cases serially and with --jobs (ways compare: same?)
+    jobs-compare)     # the same bench cases serially and with --jobs (ways compare: same?)
       sel=(-b "array_api[torch]" -b "array_api[cupy]" -b triton -b cute_dsl -b "nvrtc[]" --cases bench --no-compile)
       run_ways "${sel[@]}" --out "$OUT/$step/serial"
       run_ways "${sel[@]}" --jobs "${JOBS:-4}" --out "$OUT/$step/jobs"
       python -m harness compare "$OUT/$step/serial/results.json" "$OUT/$step/jobs/results.json" \
         | tee "$OUT/$step/compare.txt" ;;
-    full-jobs)        # issue 21: the full default run, --jobs at a time (every bundle unpacked first); GPUS=0,: that
+    full-jobs)        # the full default run, --jobs at a time (every bundle unpacked first); GPUS=0,: that
                       # GPU; RESUME=1: go on with the run an earlier call left in $WORK (the node keeps /tmp while warm)
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
         run_ways --jobs "${JOBS:-8}" ${GPUS:+--gpus $GPUS} ${RESUME:+--resume} --out "$OUT/$step/run"
       run_profile "$OUT/$step/run/results.json" ;;
-    tests-jobs)       # issue 21: workers with test cases only, beside each other under nvbench (no bench case to
-                      # time: such workers died before their first case in session 16's full run)
+    tests-jobs)       # workers with test cases only, beside each other under nvbench (no bench case to
+                      # time: such workers died before their first case in an earlier full run)
       run_ways -b triton -b numba_simt -b "array_api[cupy]" --cases test --no-compile --jobs 3 --out "$OUT/$step/run" ;;
-    context-probe)    # issue 21: does another process opening a CUDA context stretch a kernel being timed?
+    context-probe)    # does another process opening a CUDA context stretch a kernel being timed?
       for n in 268435456 1048576; do
         timeout 120 python -m tools.context_probe --n $n --out "$OUT/$step/context-$n.json" 2>&1 | tee -a "$OUT/$step/probe.txt"
       done ;;
-    serial-quick)     # issue 21: the demo's selection the old, serial way (one worker at a time, no compile-time
+    serial-quick)     # the demo's selection the old, serial way (one worker at a time, no compile-time
                       # processes): the reference `ways compare` judges the full-jobs run's timed rows against
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
         run_ways --quick --no-compile --out "$OUT/$step/run"
       run_profile "$OUT/$step/run/results.json" ;;
-    lanes-full)       # issue 22: the full default run on every GPU of the node, a lane each, --jobs per lane;
+    lanes-full)       # the full default run on every GPU of the node, a lane each, --jobs per lane;
                       # RESUME=1: the lanes go on with the run an earlier call left in $WORK
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
         run_ways --gpus all --jobs "${JOBS:-8}" ${RESUME:+--resume} --out "$OUT/$step/run"
       run_profile "$OUT/$step/run/results.json"
       for lane in "$OUT/$step"/run/lanes/gpu*; do echo "${lane##*/}:"; run_profile "$lane/results.json"; done ;;
-    lanes-check)      # issue 22: do lanes measure what one GPU does? The same bench rows on GPU 0 alone twice (the
+    lanes-check)      # do lanes measure what one GPU does? The same bench rows on GPU 0 alone twice (the
                       # repeat is the baseline: how "same" one GPU is with itself), then on every GPU in lanes
       sel=(-b "array_api[torch]" -b triton -b cute_dsl -b "nvrtc[]" -b cutile --cases bench --no-compile --jobs "${JOBS:-4}")
       WAYS_CUTILE_SITE=$CUTILE_SITE run_ways "${sel[@]}" --gpus 0, --out "$OUT/$step/one-a"
@@ -111,12 +111,12 @@ for step in "$@"; do
         | tee "$OUT/$step/compare-one-vs-one.md"
       python -m harness compare "$OUT/$step/one-a/results.json" "$OUT/$step/lanes/results.json" \
         | tee "$OUT/$step/compare-one-vs-lanes.md" ;;
-    profile)          # issue 21: the host side of a bench case piece by piece, then where a short run's time goes
+    profile)          # the host side of a bench case piece by piece, then where a short run's time goes
       timeout 60 python -m tools.host_side_probe --out "$OUT/$step/host-elementwise.json"
       timeout 60 python -m tools.host_side_probe --problem gemm --case 8192x8192x8192-bfloat16 \
         --out "$OUT/$step/host-gemm.json"
       run_ways -b "array_api[torch]" -b triton -b "nvrtc[]" --cases bench --no-compile --jobs 3 --out "$OUT/$step/run" ;;
-    demo)             # issue 21: what `make demo` runs on a GPU (--quick, 6 jobs), then its page
+    demo)             # what `make demo` runs on a GPU (--quick, 6 jobs), then its page
       t1=$SECONDS
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
         run_ways --quick --jobs "${JOBS:-6}" ${GPUS:+--gpus $GPUS} --out "$OUT/$step/run" --html

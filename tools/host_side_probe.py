@@ -1,4 +1,4 @@
-"""Issue 21: what the host side of one bench case costs on this machine, piece by piece (the phase
+"""What the host side of one bench case costs on this machine, piece by piece (the phase
 profile sums them per run; this splits them): inputs, float64 reference, the case-data store's
 round trip (harness/run/case_store.py), the poisoned output, uploads and downloads through torch,
 and the check.

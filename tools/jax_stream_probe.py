@@ -1,4 +1,4 @@
-"""Issue 24: that DLPack hand-offs order JAX's work against the lab's (non-blocking, cuda.core)
+"""That DLPack hand-offs order JAX's work against the lab's (non-blocking, cuda.core)
 stream both ways, so events on that stream time the jax_pallas kernels (the one thing the CPU could
 not check). On the GPU node, from the lab's root:
 

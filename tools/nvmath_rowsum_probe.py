@@ -1,4 +1,4 @@
-"""Where the nvmath_device row sum's time goes (issue 17): its kernel beside two halves of it with
+"""Where the nvmath_device row sum's time goes: its kernel beside two halves of it with
 the same plan, block and grid: "loads" streams X through cuBLASDx's copy into shared memory slice by
 slice and never calls MM.execute; "execute" loads one slice and runs MM.execute as many times as the
 kernel has slices. Each is timed cold like the sweeps (tools/sweep.py) against the 1 GiB copy.

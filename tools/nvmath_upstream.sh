@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # nvmath-python's own device GEMM performance examples, run unmodified beside the lab's kernels
-# (issue 17). Their code stays out of the repo: take examples/device from NVIDIA/nvmath-python
+#. Their code stays out of the repo: take examples/device from NVIDIA/nvmath-python
 # (commit 63409f5, where both files last changed at release 0.8.0; run with the pinned 1.0.0 wheel)
 # into an ignored folder and carry it to the GPU node:
 #   git clone https://github.com/NVIDIA/nvmath-python .upstream/nvmath-python && git -C .upstream/nvmath-python checkout 63409f5

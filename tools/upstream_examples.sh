@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 20: each tool's own example or benchmark for the lab's operation, its code imported from a
+# Each tool's own example or benchmark for the lab's operation, its code imported from a
 # checkout in the ignored .upstream/ (never copied into the lab; only the figures are committed, in
 # reports/h100/ceilings.md). Fetch here, carry .upstream/<name> to the GPU node, run there after
 # `source /tmp/gpu-site/env.sh` (cuTile also needs its site: CUTILE_SITE, default /tmp/cutile-site):

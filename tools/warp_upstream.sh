@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Warp's own tile benchmarks, run unmodified beside the lab's kernels (issue 16). Their code stays
+# Warp's own tile benchmarks, run unmodified beside the lab's kernels. Their code stays
 # out of the repo: take them from the warp-lang wheel of the version the lab pins, into an ignored
 # folder, and carry that folder to the GPU node:
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 \

@@ -283,7 +283,7 @@ def cost(records: list[dict]) -> dict | None:
         cold, sus = t.get("cold") or {}, t.get("sustained") or {}
         call_ms = t.get("device_ms_sustained") or t.get("device_ms_cold") or 0.0
         out["cold_s"] += cold.get("walltime_s") or 0.0
-        # lead_s: records made before session 16, whose sustained mode had a lead of its own
+        # lead_s: older records, whose sustained mode had a lead of its own
         out["sustained_s"] += (sus.get("lead_s") or 0.0) + (sus.get("calls") or 0) * (sus.get("median_ms") or 0.0) / 1e3
         out["warm_up_s"] += (t.get("warmup_calls") or 0) * call_ms / 1e3
         out["host_s"] += (t.get("host_samples") or 0) * (t.get("host_ms") or 0.0) / 1e3
