@@ -13,6 +13,7 @@ import problems
 from harness.measure import env
 from harness.report.pipeline import NeedsExtra
 from harness.run import registry
+from harness.run.sweep import DEFAULT_COUNT as SWEEP_COUNT
 from problems.base import dtype_of, parse_shape
 
 
@@ -343,7 +344,8 @@ def build_parser() -> argparse.ArgumentParser:
     swp = sub.add_parser("sweep", help="random shapes per problem, every implementation checked on them")
     swp.add_argument("-p", "--problem", action="append", help="one of the problems (repeatable; default all)")
     swp.add_argument("-b", "--backend", action="append", help="backend or backend[variant] (repeatable)")
-    swp.add_argument("--count", type=int, default=200, help="random shapes per problem (default 200)")
+    swp.add_argument("--count", type=int, default=SWEEP_COUNT,
+                     help=f"random shapes per problem (default {SWEEP_COUNT})")
     swp.add_argument("--seed", type=int, default=0, help="draws the same shapes again (default 0)")
     swp.add_argument("--jobs", type=int, default=1, help="implementations whose workers run at once (as ways run)")
     swp.add_argument("--timeout", type=float, default=None, help="seconds of its own work a case may take")

@@ -48,5 +48,5 @@ def test_the_page_leads_with_the_same_verdict():
     doc = json.loads((ROOT / "reports/h100/faults/full-run/results.json").read_text())
     html = page.render(doc, [])
     assert html.index("<h2 id=verdict>Verdict</h2>") < html.index("<h2>Environment</h2>")
-    for heading, cells in verdict.tables(doc):
-        assert heading.split(":")[0] in html and f"<td>{cells[0][0]}</td>" in html
+    for problem, shows, cells in verdict.tables(doc):
+        assert f"{problem} {shows.split(':')[0]}" in html and f"<td>{cells[0][0]}</td>" in html

@@ -34,7 +34,6 @@ def theoretical(props: dict) -> dict:
 # The sum is stored only if it takes a value the filled input never gives, so no
 # load is optimised away.
 READ_SOURCE = r"""
-#define LOADS 4
 __device__ __forceinline__ float sum4(float4 a) { return (a.x + a.y) + (a.z + a.w); }
 extern "C" __global__ void read_grid_stride(const float4* __restrict__ x, unsigned long long n4, float* out) {
   const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
@@ -78,7 +77,7 @@ extern "C" __global__ void read_tiles(const float4* __restrict__ x, unsigned lon
 }
 """
 READ_KERNELS = ("read_grid_stride", "read_chunks", "read_tiles")
-READ_LOADS = 4         # LOADS in READ_SOURCE
+READ_LOADS = 4         # READ_SOURCE's LOADS
 READ_BLOCK, THREADS_PER_SM = 256, 2048
 FLOAT4_BYTES = 16
 
@@ -95,7 +94,8 @@ def ceilings(device) -> tuple[dict, tuple]:
     dst = device.device.allocate(COPY_BYTES, stream=stream)
     src.fill(1, stream=stream)
     major, minor = device.device.compute_capability
-    module = Program(READ_SOURCE, "c++", ProgramOptions(arch=f"sm_{major}{minor}")).compile("cubin")
+    options = ProgramOptions(arch=f"sm_{major}{minor}", define_macro=f"LOADS={READ_LOADS}")
+    module = Program(READ_SOURCE, "c++", options).compile("cubin")
     sink = device.device.allocate(4, stream=stream)
     n4 = COPY_BYTES // FLOAT4_BYTES
     persistent = LaunchConfig(grid=device.device.properties.multiprocessor_count * THREADS_PER_SM // READ_BLOCK,

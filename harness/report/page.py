@@ -172,8 +172,8 @@ def render(doc: dict, figures: list[Path]) -> str:
              f"{'' if doc['run'].get('complete') else ' (incomplete)'}.</p>",
              *([f"<p>Rows marked quick come from a {html.escape(QUICK_NOTE)}.</p>"] if quick_runs(doc) else []),
              "<h2 id=verdict>Verdict</h2>"]
-    for heading_, cells in verdict.tables(doc):        # per problem: who reaches the ceiling, at what cost
-        parts += [f"<h3>{html.escape(heading_)}</h3>", _table(verdict.HEADER, cells, {1, 2, 4, 5})]
+    for problem, shows, cells in verdict.tables(doc):        # who reaches the ceiling, at what cost
+        parts += [f"<h3>{html.escape(f'{problem} {shows}')}</h3>", _table(verdict.HEADER, cells, {1, 2, 4, 5})]
     parts += ["<h2>Environment</h2>", _environment(doc), "<h2>Overview</h2>"]
     parts += [f"<figure id='fig-{name}'>{_svg(svgs[name])}</figure>"
               for name in ("scorecard", "loc-vs-peak", "compile-times", "crosscheck") if name in svgs]

@@ -14,6 +14,7 @@ from harness.results.records import counts, flag, impl_label
 
 VERDICT_PCT = 90.0
 BEGIN, END = "<!-- verdict from {} -->", "<!-- end of verdict -->"
+BLOCK = re.compile(re.escape(BEGIN).replace(r"\{\}", "(.+?)") + r"\n(.*?)" + re.escape(END), re.S)  # source, verdict
 
 
 def headline_case(problem: str) -> str:
@@ -23,9 +24,9 @@ def headline_case(problem: str) -> str:
 HEADER = ["implementation", "ms", "% of ceiling", f"≥ {VERDICT_PCT:.0f}%", "LOC", "compile cold s"]
 
 
-def tables(doc: dict) -> list[tuple[str, list[list[str]]]]:
-    """Per problem with a timed headline case: its title, and a row of cells (HEADER) per
-    implementation, best first."""
+def tables(doc: dict) -> list[tuple[str, str, list[list[str]]]]:
+    """Per problem with a timed headline case: the problem, what its table shows, and a row of cells
+    (HEADER) per implementation, best first."""
     compile_s = {}
     for r in doc["records"]:
         if (r.get("compile") or {}).get("cold_s") is not None:
@@ -47,15 +48,14 @@ def tables(doc: dict) -> list[tuple[str, list[list[str]]]]:
             cells.append([label + (f" ({flag(r)})" if flag(r) else ""), fmt(t["device_ms_cold"], ".4g"),
                           fmt(pct, ".1f"), mark, fmt((r.get("loc") or {}).get("total"), "d"),
                           fmt(compile_s.get((problem, label)), ".2g")])
-        out.append((f"{problem} {case}: % of {basis.split(',')[0] or 'the ceiling'} (cold)", cells))
+        out.append((problem, f"{case}: % of {basis.split(',')[0] or 'the ceiling'} (cold)", cells))
     return out
 
 
 def markdown(doc: dict) -> str:
     lines = []
-    for title, cells in tables(doc):
-        problem, _, rest = title.partition(" ")
-        lines += [f"**{problem}** {rest}", "", "| " + " | ".join(HEADER) + " |", "|---|---:|---:|:---:|---:|---:|"]
+    for problem, shows, cells in tables(doc):
+        lines += [f"**{problem}** {shows}", "", "| " + " | ".join(HEADER) + " |", "|---|---:|---:|:---:|---:|---:|"]
         lines += ["| " + " | ".join(row) + " |" for row in cells] + [""]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -66,7 +66,7 @@ def block(doc: dict, source: str) -> str:
 
 def in_readme(text: str) -> tuple[str, str] | None:
     """(the results file the README's verdict names, the verdict as it stands there), or None."""
-    found = re.search(re.escape(BEGIN).replace(r"\{\}", "(.+?)") + r"\n(.*?)" + re.escape(END), text, re.S)
+    found = BLOCK.search(text)
     return (found.group(1), found.group(2)) if found else None
 
 
@@ -74,7 +74,5 @@ def write_into(readme: Path, doc: dict, source: str) -> None:
     """Replace the README's verdict (or append one) with `doc`'s, naming `source`."""
     text = readme.read_text()
     new = block(doc, source)
-    pattern = re.escape(BEGIN).replace(r"\{\}", ".+?") + r".*?" + re.escape(END)
-    text = re.sub(pattern, lambda m: new, text, count=1, flags=re.S) if re.search(pattern, text, re.S) \
-        else text.rstrip() + "\n\n" + new + "\n"
+    text = BLOCK.sub(lambda m: new, text, count=1) if BLOCK.search(text) else text.rstrip() + "\n\n" + new + "\n"
     readme.write_text(text)

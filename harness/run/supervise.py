@@ -67,7 +67,7 @@ class Watch:
     being killed, another whose clock runs out gets its time again (`others_hanging`)."""
 
     def __init__(self):
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self.spans: dict[tuple, list[float]] = {}     # item -> [start, end] (end inf while in flight)
         self.hangs: list[tuple[tuple, float, float, str]] = []   # (item, since, killed, what)
         self.skipped_after: dict[tuple, tuple] = {}   # item not run -> the item whose time-out skipped it
@@ -97,8 +97,7 @@ class Watch:
             with self._lock:
                 self._hanging.discard(key)
                 self.hangs.append((key, since, time.monotonic(), what))
-                if key in self.spans and self.spans[key][1] == math.inf:
-                    self.spans[key][1] = time.monotonic()
+                self.ended(key)
 
     def skipped(self, key: tuple, after: tuple) -> None:
         with self._lock:

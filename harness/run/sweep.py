@@ -4,6 +4,8 @@ timed, in one `ways run` of those cases. A row that is neither `ok` nor a reason
 is a finding: a crash (failed), a wrong result, or a skip without a reason."""
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
 import problems
@@ -57,14 +59,14 @@ def markdown(doc: dict) -> str:
         counts = rows.setdefault((r["problem"], impl_label(r)), {})
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     found = findings(doc)
+    bad = Counter((r["problem"], impl_label(r)) for r in found)
     command = " ".join(doc["run"].get("argv") or [])
     lines = ["# Random-shape sweep", "", f"{len(found)} finding(s) over {len(doc['records'])} rows (`{command}`).", "",
              "| problem | implementation | ok | not applicable | unavailable | findings |",
              "|---|---|---:|---:|---:|---:|"]
     for (problem, label), c in sorted(rows.items()):
-        bad = sum(v for k, v in c.items() if k not in GOOD)
         lines.append(f"| {problem} | {label} | {c.get('ok', 0)} | {c.get('not_applicable', 0)} | "
-                     f"{c.get('unavailable', 0)} | {bad} |")
+                     f"{c.get('unavailable', 0)} | {bad[problem, label]} |")
     if found:
         lines += ["", "## Findings", ""]
         lines += [f"- {impl_label(r)} {r['problem']} {r['case']}: {r['status']}: "
