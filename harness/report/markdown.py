@@ -67,23 +67,25 @@ def _span(values: list[float], show) -> str:
     return low if low == high else f"{low}-{high}"
 
 
-def _copy_lines(doc: dict) -> list[str]:
-    """The measured copy bandwidth, per GPU, as a span over the runs merged into this document."""
+def _ceiling_lines(doc: dict) -> list[str]:
+    """The measured ceilings (copy, read stream), per GPU, as a span over the runs merged into this document."""
     refs = doc.get("references") or {}
     by_run = doc.get("references_by_run") or {doc["run"]["id"]: refs}
     gpu_of = {m["id"]: m["gpu"] for m in doc["run"].get("merged_from") or []}
-    copies: dict[str, list[float]] = {}
-    for run, r in by_run.items():
-        if "copy_bytes_per_s" in r:
-            copies.setdefault(gpu_of.get(run, ""), []).append(r["copy_bytes_per_s"])
     mem = (refs.get("theoretical") or {}).get("memory_bytes_per_s")
     lines = []
-    for gpu, values in copies.items():
-        where = "measured in this run" if len(values) == 1 else f"measured in each of the {len(values)} timed runs"
-        lines.append(f"- Device-to-device copy{' on ' + gpu if len(copies) > 1 else ''}, {where}: "
-                     f"**{_span(values, lambda c: f'{c / 1e9:.0f}')} GB/s** (read + write)"
-                     + (f", {_span(values, lambda c: f'{100 * c / mem:.1f}')}% of the theoretical "
-                        f"{mem / 1e9:.0f} GB/s" if mem and len(copies) == 1 else "") + ".")
+    for key, what, pattern in (("copy_bytes_per_s", "Device-to-device copy", "read + write"),
+                               ("read_bytes_per_s", "Read stream", "read only")):
+        per_gpu: dict[str, list[float]] = {}
+        for run, r in by_run.items():
+            if key in r:
+                per_gpu.setdefault(gpu_of.get(run, ""), []).append(r[key])
+        for gpu, values in per_gpu.items():
+            where = "measured in this run" if len(values) == 1 else f"measured in each of the {len(values)} timed runs"
+            lines.append(f"- {what}{' on ' + gpu if len(per_gpu) > 1 else ''}, {where}: "
+                         f"**{_span(values, lambda c: f'{c / 1e9:.0f}')} GB/s** ({pattern})"
+                         + (f", {_span(values, lambda c: f'{100 * c / mem:.1f}')}% of the theoretical "
+                            f"{mem / 1e9:.0f} GB/s" if mem and len(per_gpu) == 1 else "") + ".")
     return lines
 
 
@@ -93,10 +95,18 @@ def _peaks(doc: dict) -> list[str]:
         return [f"Peaks: not measured ({refs.get('error', 'no GPU bench case in this run')[:200]})."] if refs else []
     theo = refs.get("theoretical") or {}
     flops = ", ".join(f"{dt} {v / 1e12:.0f}" for dt, v in (theo.get("flops_per_s") or {}).items())
-    return _copy_lines(doc) + [
+    return _ceiling_lines(doc) + [
         f"- Theoretical dense TFLOP/s: {flops or 'unknown for this GPU'} ({theo.get('basis', '')}).",
-        "- % of peak: memory-bound cases against the measured copy; GEMM against the vendor library "
-        "(cuBLAS through torch, else CuPy) on the same case in the same run."]
+        "- % of peak: a memory-bound problem against a stream of its own access pattern measured in the same run "
+        f"({_ceilings_of_problems()}); a compute-bound one against its vendor library (cuBLAS through torch, "
+        "else CuPy) on the same case in the same run."]
+
+
+def _ceilings_of_problems() -> str:
+    import problems
+    from harness.measure.roofline import CEILING_BASIS
+    memory = [problems.get(n) for n in problems.names()]
+    return "; ".join(f"{p.name}: {CEILING_BASIS[p.ceiling]}" for p in memory if p.roofline == "memory")
 
 
 def headline(doc: dict) -> list[str]:
