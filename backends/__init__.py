@@ -44,13 +44,14 @@ def import_name(name: str) -> str:
     return name
 
 
-def get(name: str):
-    """The Backend object of <folder>/__init__.py (imports no GPU library)."""
+def get(name: str, variant: str = ""):
+    """Backend `name` (the BACKEND of <folder>/__init__.py) bound to `variant`: the object that stands
+    for `name[variant]` (imports no GPU library)."""
     if name not in names():
         raise KeyError(f"unknown backend {name!r} (valid: {', '.join(names())})")
     backend = importlib.import_module(import_name(name)).BACKEND
     backend.name = name
-    return backend
+    return backend.bind(variant)
 
 
 def implementation(name: str, problem: str):

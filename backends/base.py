@@ -3,6 +3,7 @@ at module level: tools are imported inside methods, in the worker process that r
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 import importlib.machinery
 import importlib.util
@@ -36,8 +37,14 @@ class Unavailable(RuntimeError):
 
 
 class Backend:
+    """A tool, bound to one of its variants: `backends.get(name, variant)` gives the object the
+    harness uses (`self.variant` is set there), so no method takes a variant. What a subclass
+    declares comes first; the implementation files it finds are described in docs/ARCHITECTURE.md."""
     name = ""                       # the folder's name, set by discovery
+    variant = ""                    # set by bind(): the object stands for `name[variant]`
     variants: tuple[str, ...] = ("",)
+    # a variant that exists for some problems only: variant -> those problems (else it exists for all)
+    variant_problems: dict[str, tuple[str, ...]] = {}  # noqa: RUF012
     # variants a run includes only where it names the backend (-b B or -b 'B[v]'): too slow for the
     # default run's ten minutes, and another variant of the same tool is in it
     opt_in_variants: tuple[str, ...] = ()
@@ -51,37 +58,34 @@ class Backend:
     family = ""                     # no kernel, SIMT, tile, tensor-core DSL or C++: one colour each in figures
 
     # -- what a subclass declares ---------------------------------------------------------
-    def modules(self, variant: str) -> tuple[str, ...]:
+    def modules(self) -> tuple[str, ...]:
         """Import names the variant needs (checked without importing them)."""
         return ()
 
-    def variants_of(self, problem: str) -> tuple[str, ...]:
-        """The variants that exist for one problem (all of them, unless a backend says otherwise)."""
-        return self.variants
-
-    def extra_for(self, variant: str) -> str:
+    def extra_for(self) -> str:
         """The pyproject extra that installs what the variant needs."""
         return self.extra
 
-    def device(self, variant: str) -> str:
+    def device(self) -> str:
         """'cuda', or 'cpu' for a variant that runs on the host."""
         return "cuda"
 
-    def load(self, variant: str):
+    def load(self):
         """Import the tool and check the device; raise Unavailable with the reason."""
 
-    def supports(self, problem: str, case, variant: str) -> str | None:
-        """None, or why this backend cannot take the case (dtype, size) at all."""
+    def supports(self, case) -> str | None:
+        """None, or why the tool (or its CPU stand-in) cannot take the case in any problem: a dtype it
+        lacks, a size its interpreter cannot run. A kernel's own limits are its file's `supports`."""
         return None
 
-    def to_device(self, a: np.ndarray, dtype: str, variant: str):
+    def to_device(self, a: np.ndarray, dtype: str):
         raise NotImplementedError
 
-    def to_host(self, x, variant: str) -> np.ndarray:
+    def to_host(self, x) -> np.ndarray:
         """Device array -> NumPy in storage form (bfloat16 as its uint16 bits), dtype kept."""
         raise NotImplementedError
 
-    def overwrite(self, dst, host: np.ndarray, dtype: str, variant: str) -> None:
+    def overwrite(self, dst, host: np.ndarray, dtype: str) -> None:
         """Write `host` (storage form) into the existing array `dst`, in place: the harness changes
         the inputs under a built implementation to see that run() reads them on every call.
         NumPy arrays here; a backend with other arrays overrides it."""
@@ -89,7 +93,7 @@ class Backend:
             raise NotImplementedError(f"{type(self).__name__}.overwrite() cannot write a {type(dst).__name__}")
         np.copyto(dst, host)
 
-    def search_paths(self, variant: str) -> dict[str, str]:
+    def search_paths(self) -> dict[str, str]:
         """Entries to put in front of PATH-like variables (PATH, PYTHONPATH) in this backend's
         worker processes only: a toolchain that must not reach the other backends. By default the
         site (a pip --target folder) named by the environment variable `site_var`, if set, and its
@@ -97,47 +101,74 @@ class Backend:
         site = os.environ.get(self.site_var) if self.site_var else None
         return {"PYTHONPATH": site, "PATH": os.path.join(site, "nvidia", "cu13", "bin")} if site else {}
 
-    def stream(self, handle: int, variant: str):
+    def stream(self, handle: int):
         """The tool's own object for the harness's CUDA stream (given as a raw handle)."""
         return handle
 
-    def stream_context(self, stream, variant: str):
+    def stream_context(self, stream):
         """Entered around build() and run(): makes `stream` current for libraries that use one."""
         return contextlib.nullcontext()
 
-    def release(self, variant: str) -> None:
+    def release(self) -> None:
         """Give cached device memory back between cases (caching allocators keep it)."""
 
-    def first_build_s(self, problem: str, variant: str) -> float:
+    def first_build_s(self, problem: str) -> float:
         """About how long a first build takes, seconds (measured on the H100): `ways run --jobs`
         starts the slowest builders first, since each worker builds its cases one after another."""
         return 1.0
 
-    def build_key(self, problem: str, case, variant: str) -> object:
+    def build_key(self, problem: str, case) -> object:
         """Cases with one key reuse one build within a process (most kernels are compiled per
         dtype): `ways run --jobs` gives a slow builder one worker per key."""
         return case.dtype
 
-    def build_times_kernels(self, problem: str, variant: str) -> bool:
+    def build_times_kernels(self, problem: str) -> bool:
         """Whether build() times kernels (an autotuner): with several workers on one GPU
         (`ways run --jobs`) it then needs the GPU alone, as the harness's own timing does."""
         return False
 
     # -- shared ---------------------------------------------------------------------------
-    def label(self, variant: str) -> str:
-        from backends import label
-        return label(self.name, variant)
+    def bind(self, variant: str) -> Backend:
+        """This backend as `name[variant]`."""
+        bound = copy.copy(self)
+        bound.variant = variant
+        return bound
 
-    def available(self, variant: str) -> tuple[bool, str]:
+    def label(self) -> str:
+        from backends import label
+        return label(self.name, self.variant)
+
+    def variants_of(self, problem: str) -> tuple[str, ...]:
+        """The variants that exist for one problem (`variant_problems`)."""
+        return tuple(v for v in self.variants if problem in self.variant_problems.get(v, (problem,)))
+
+    def module(self, problem: str):
+        """The implementation file of `problem` (importing it imports the tool)."""
+        from backends import implementation
+        return implementation(self.name, problem)
+
+    def why_not(self, problem: str, case) -> str | None:
+        """None, or why this implementation cannot take the case: the tool's reason, else its file's."""
+        reason = self.supports(case)
+        if reason:
+            return reason
+        supports = getattr(self.module(problem), "supports", None)
+        return supports(case, self.variant) if supports else None
+
+    def build(self, problem: str, case, inputs: dict, outputs: dict, stream, **options):
+        """The implementation file's build() for this variant: its run()."""
+        return self.module(problem).build(case, inputs, outputs, stream, variant=self.variant, **options)
+
+    def available(self) -> tuple[bool, str]:
         """Cheap check, no import of the tool: packages present, GPU new enough. Never raises."""
         try:
-            site = self.search_paths(variant).get("PYTHONPATH")   # only this backend's workers get it
-            missing = [m for m in self.modules(variant) if not _installed(m, site)]
+            site = self.search_paths().get("PYTHONPATH")   # only this backend's workers get it
+            missing = [m for m in self.modules() if not _installed(m, site)]
             if missing:
-                extra = self.extra_for(variant)
+                extra = self.extra_for()
                 hint = f" (pip install '.[{extra}]')" if extra else ""
                 return False, f"missing {', '.join(missing)}{hint}"
-            if self.device(variant) != "cuda":
+            if self.device() != "cuda":
                 return True, ""
             found = gpu.gpus()
             if not found:
@@ -154,22 +185,23 @@ class Backend:
         except Exception as exc:   # never raise from here: report it as the reason
             return False, f"availability check failed: {exc!r}"
 
-    def aot_modules(self, variant: str) -> tuple[str, ...]:
+    def aot_modules(self) -> tuple[str, ...]:
         """Import names export() needs (by default all the variant needs)."""
-        return self.modules(variant)
+        return self.modules()
 
-    def exports(self, variant: str) -> bool:
+    def exports(self) -> bool:
         """Whether this variant can compile its kernels ahead of time here, without a GPU."""
-        site = self.search_paths(variant).get("PYTHONPATH")       # a toolchain in a site of its own
-        return bool(self.aot_target) and all(_installed(m, site) for m in self.aot_modules(variant))
+        site = self.search_paths().get("PYTHONPATH")       # a toolchain in a site of its own
+        return bool(self.aot_target) and all(_installed(m, site) for m in self.aot_modules())
 
-    def aot_environment(self, variant: str) -> dict[str, str]:
+    def aot_environment(self) -> dict[str, str]:
         """Environment variables export() needs set before the tool is imported."""
         return {}
 
-    def export(self, problem: str, case, variant: str) -> bytes:
-        """The case's kernel compiled ahead of time for aot_target (a cubin); needs no GPU."""
-        raise NotImplementedError
+    def export(self, problem: str, case) -> bytes:
+        """The case's kernel compiled ahead of time for aot_target (a cubin); needs no GPU. By default
+        the implementation file's export(case, variant, target)."""
+        return self.module(problem).export(case, self.variant, self.aot_target)
 
     def cache_env(self, tmpdir: str) -> dict[str, str]:
         """Every JIT cache the lab knows of, and the backend's own, pointed into `tmpdir`: a worker
@@ -227,36 +259,36 @@ class NumbaBackend(Backend):
     distributions = ("numba", "numba-cuda")
     SIMULATED_ELEMENTS = 1 << 16       # the simulator runs each thread in Python: keep it small
 
-    def modules(self, variant):
+    def modules(self):
         return ("numba", "numba.cuda")
 
-    def device(self, variant):
+    def device(self):
         return "cpu" if cuda_simulator() else "cuda"
 
-    def load(self, variant):
+    def load(self):
         from numba import cuda
         if not cuda.is_available():
             raise Unavailable("numba-cuda sees no CUDA device")
         return cuda
 
-    def supports(self, problem, case, variant):
-        small_fp32_test = case.dtype == "float32" and case.kind == "test" \
+    def supports(self, case):
+        small_fp32_test = case.dtype == "float32" and case.kind == "test"\
             and math.prod(case.shape.values()) <= self.SIMULATED_ELEMENTS
         if cuda_simulator() and not small_fp32_test:
             return "CUDA simulator: small float32 test cases only"
         return None
 
-    def to_device(self, a, dtype, variant):
+    def to_device(self, a, dtype):
         from numba import cuda
         return cuda.to_device(np.ascontiguousarray(a))
 
-    def to_host(self, x, variant):
+    def to_host(self, x):
         return x.copy_to_host()
 
-    def overwrite(self, dst, host, dtype, variant):
+    def overwrite(self, dst, host, dtype):
         dst.copy_to_device(np.ascontiguousarray(host))
 
-    def stream(self, handle, variant):
+    def stream(self, handle):
         from numba import cuda
         return cuda.default_stream() if handle is None else cuda.external_stream(handle)
 
@@ -264,13 +296,13 @@ class NumbaBackend(Backend):
 class TorchArrays:
     """Mixin for backends whose arrays are torch tensors on the backend's device ('cuda' or 'cpu')."""
 
-    def to_device(self, a, dtype, variant):
-        return torch_to_device(a, dtype, self.device(variant))
+    def to_device(self, a, dtype):
+        return torch_to_device(a, dtype, self.device())
 
-    def to_host(self, x, variant):
+    def to_host(self, x):
         return torch_to_host(x)
 
-    def overwrite(self, dst, host, dtype, variant):
+    def overwrite(self, dst, host, dtype):
         dst.copy_(torch_to_device(host, dtype, "cpu"))
 
 
@@ -278,10 +310,10 @@ class TorchStream:
     """Mixin for backends that launch on torch's current stream: the harness's stream becomes it
     around build() and run() (no stream: the CPU interpreters' runs)."""
 
-    def stream(self, handle, variant):
+    def stream(self, handle):
         return None if handle is None else torch_stream(handle)
 
-    def stream_context(self, stream, variant):
+    def stream_context(self, stream):
         return contextlib.nullcontext() if stream is None else torch_stream_context(stream)
 
 

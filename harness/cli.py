@@ -72,13 +72,13 @@ def cmd_list(args) -> int:
         table.add_column(p, justify="center")
     reasons = {}
     for b in backends.names():
-        backend = backends.get(b)
-        have = {p: backend.variants_of(p) for p in backends.problems_of(b)}
+        have = {p: backends.get(b).variants_of(p) for p in backends.problems_of(b)}
         for v in backends.variants(b):
-            ok, why = backend.available(v)
+            backend = backends.get(b, v)
+            ok, why = backend.available()
             if not ok:
-                reasons[backend.label(v)] = why
-            table.add_row(escape(backend.label(v)),
+                reasons[backend.label()] = why
+            table.add_row(escape(backend.label()),
                           *[("✓" if ok else "✗") if v in have.get(p, ()) else "·" for p in names])
     console.print(table)
     for label, why in reasons.items():
@@ -101,10 +101,10 @@ def cmd_env(args) -> int:
     for name, version in info["versions"].items():
         print(f"package  {name} {version}")
     for b in backends.names():
-        backend = backends.get(b)
         for v in backends.variants(b):
-            ok, why = backend.available(v)
-            print(f"backend  {backend.label(v):22s} {'available' if ok else 'unavailable: ' + why}")
+            backend = backends.get(b, v)
+            ok, why = backend.available()
+            print(f"backend  {backend.label():22s} {'available' if ok else 'unavailable: ' + why}")
     return 0
 
 

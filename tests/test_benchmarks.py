@@ -65,7 +65,7 @@ def _measure(impl, case):
     b = s.prepare(problem, case, case.seed)
     got, first_call = s.call(b.run, b.outputs)
     problem.check(s.fetch(got), b.ref, case)
-    with s.backend.stream_context(s.stream, s.variant):
+    with s.backend.stream_context(s.stream):
         timing = (timing_mod.on_gpu(s.device, b.run, timing_mod.EventEngine(s.device).measure, problem.roofline)
                   if s.device.kind == "cuda" else timing_mod.host_engine(b.run))
     return s, b.run, b.build_s, first_call, timing
@@ -74,7 +74,7 @@ def _measure(impl, case):
 @pytest.mark.skipif(not HAS_GPU, reason="needs an NVIDIA GPU (nvidia-smi lists none)")
 @pytest.mark.parametrize("impl,case", _params())
 def test_bench(benchmark, impl, case):
-    ok, why = backends.get(impl.backend).available(impl.variant)
+    ok, why = backends.get(impl.backend, impl.variant).available()
     if not ok:
         pytest.skip(f"{impl.label}: {why}")
     problem = problems.get(impl.problem)
@@ -86,7 +86,7 @@ def test_bench(benchmark, impl, case):
     if problem.roofline == "compute":
         for label in problem.vendor:
             b, v = registry.parse_backend(label)
-            if backends.get(b).available(v)[0]:
+            if backends.get(b, v).available()[0]:
                 vendor = registry.Impl(b, v, problem.name)
                 records.append({**record, "backend": b, "variant": v, "timing": _measure(vendor, case)[4]})
                 break
@@ -111,6 +111,6 @@ def test_bench(benchmark, impl, case):
         run()
         s.device.sync()
 
-    with s.backend.stream_context(s.stream, s.variant):
+    with s.backend.stream_context(s.stream):
         benchmark(call)
-    s.backend.release(s.variant)
+    s.backend.release()

@@ -180,21 +180,21 @@ def test_a_slow_builder_is_spread_over_workers(tmp_path, monkeypatch):
     from harness.run.registry import Impl
     from tests.conftest import run_lab
     numpy_backend = backends.get("array_api")
-    monkeypatch.setattr(type(numpy_backend), "first_build_s", lambda self, problem, variant: 100.0)
+    monkeypatch.setattr(type(numpy_backend), "first_build_s", lambda self, problem: 100.0)
     seg = problems.get("segreduce")
     cases = [seg.case(n) for n in ("1x1-float32", "64x1000-float16", "37x4097-float32", "64x1000-bfloat16")]
     parts = shards(Job(Impl("array_api", "numpy", "segreduce"), cases))
     assert [[c.name for c in p.cases] for p in parts] == [["1x1-float32", "37x4097-float32"], ["64x1000-float16"],
                                                           ["64x1000-bfloat16"]]
     assert [p.shard for p in parts] == [".part1of3", ".part2of3", ".part3of3"]
-    monkeypatch.setattr(type(numpy_backend), "supports", lambda self, problem, case, variant:
+    monkeypatch.setattr(type(numpy_backend), "supports", lambda self, case:
                         "no float16 here" if case.dtype == "float16" else None)
-    monkeypatch.setattr(type(numpy_backend), "build_key", lambda self, problem, case, variant: case.name)
+    monkeypatch.setattr(type(numpy_backend), "build_key", lambda self, problem, case: case.name)
     parts = shards(Job(Impl("array_api", "numpy", "segreduce"), cases))
     assert [[c.name for c in p.cases] for p in parts] == [["1x1-float32"], ["37x4097-float32"], ["64x1000-bfloat16"],
                                                           ["64x1000-float16"]]     # the untaken case last
     monkeypatch.undo()
-    monkeypatch.setattr(type(numpy_backend), "first_build_s", lambda self, problem, variant: 100.0)
+    monkeypatch.setattr(type(numpy_backend), "first_build_s", lambda self, problem: 100.0)
     doc = run_lab(tmp_path, ["segreduce"], ["array_api[numpy]"], jobs=2, measure_compile=True, compile_repeats=2)
     recs = doc["records"]
     assert recs[0]["compile"]["processes"] == 2       # a slow builder beside the workers: one cold, one warm
@@ -217,13 +217,13 @@ def test_build_time_leaves_out_waiting_for_the_gpu():
     from harness.run.session import Session
     s = Session("array_api", "numpy")
     problem = problems.get("segreduce")
-    real = s.module("segreduce")
+    real = s.backend.module("segreduce")
 
     def build(case, inputs, outputs, stream, **kw):
         with PHASES(WAIT_PHASE):
             time.sleep(0.4)                        # as if another worker timed meanwhile
         return real.build(case, inputs, outputs, stream, **kw)
-    s.modules["segreduce"] = types.SimpleNamespace(build=build)
+    s.backend.module = lambda name: types.SimpleNamespace(build=build)
     case = problem.case("37x4097-float32")
     b = s.prepare(problem, case, case.seed)
     assert b.build_s < 0.3

@@ -10,7 +10,7 @@ BAD = ("wrong", "failed")
 
 @pytest.mark.parametrize("impl", impl_params())
 def test_correct_on_every_test_case(tmp_path, impl):
-    usable, why = backends.get(impl.backend).available(impl.variant)
+    usable, why = backends.get(impl.backend, impl.variant).available()
     if not usable:       # (a compile-only backend is compiled without a GPU in tests/test_compile_only.py)
         pytest.skip(f"{impl.label}: {why}")
     doc = run_lab(tmp_path, problems=[impl.problem], backends_=[impl.label])

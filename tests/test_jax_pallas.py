@@ -20,10 +20,11 @@ def cpu_only(monkeypatch):
 @pytest.mark.parametrize("problem", ["elementwise", "segreduce", "gemm"])
 @pytest.mark.parametrize("variant", ["", "mosaic_gpu"])
 def test_every_case_lowers_for_h100(problem, variant):
-    from backends.jax_pallas import lower_for_h100, mosaic_gpu_limits
+    from backends.jax_pallas import lower_for_h100
+    module = importlib.import_module(f"backends.jax_pallas.{problem}")
     lowered = 0
     for case in problems.get(problem).cases():
-        if variant and mosaic_gpu_limits(problem, case):
+        if module.supports(case, variant):
             continue
         text = lower_for_h100(problem, case, variant).as_text()
         assert ("mosaic_gpu" if variant else "__gpu$xla.gpu.triton") in text
@@ -59,11 +60,11 @@ def test_mosaic_gpu_kernels_in_the_interpreter(monkeypatch, dtype):
 def test_mosaic_gpu_elementwise_takes_only_whole_16_byte_tails():
     """On the H100 the Mosaic GPU elementwise left the last n mod 4 fp32 (mod 8 16-bit) elements
     unwritten: those cases are not applicable, the aligned ones (the bench cases) stay."""
-    from backends.jax_pallas import mosaic_gpu_limits
+    from backends.jax_pallas.elementwise import supports
     from problems.base import Case
     def case(n, dtype):
         return Case(f"{n}-{dtype}", "test", dtype, {"n": n}, 0)
-    assert "16-byte" in mosaic_gpu_limits("elementwise", case(1001, "float32"))
-    assert "16-byte" in mosaic_gpu_limits("elementwise", case(1004, "bfloat16"))
-    assert mosaic_gpu_limits("elementwise", case(1004, "float32")) is None
-    assert mosaic_gpu_limits("elementwise", case(2**28, "float16")) is None
+    assert "16-byte" in supports(case(1001, "float32"), "mosaic_gpu")
+    assert "16-byte" in supports(case(1004, "bfloat16"), "mosaic_gpu")
+    assert supports(case(1004, "float32"), "mosaic_gpu") is None
+    assert supports(case(2**28, "float16"), "mosaic_gpu") is None

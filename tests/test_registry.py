@@ -40,9 +40,8 @@ def test_bad_problem_names_list_valid_ones():
 
 def test_availability_never_raises_and_says_why():
     for name in backends.names():
-        b = backends.get(name)
-        for v in b.variants:
-            ok, why = b.available(v)
+        for v in backends.get(name).variants:
+            ok, why = backends.get(name, v).available()
             assert isinstance(ok, bool) and (ok or why)
 
 
@@ -62,18 +61,18 @@ def test_a_tool_installed_only_in_its_own_site_is_available(tmp_path, monkeypatc
     class SiteTool(Backend):
         name, variants, site_var = "site_tool", ("",), "WAYS_TEST_SITE"
 
-        def modules(self, variant):
+        def modules(self):
             return ("ways_site_only_tool",)
 
-        def device(self, variant):
+        def device(self):
             return "cpu"
 
     tool = SiteTool()
-    assert tool.available("") == (False, "missing ways_site_only_tool")
+    assert tool.available() == (False, "missing ways_site_only_tool")
     (tmp_path / "ways_site_only_tool").mkdir()
     (tmp_path / "ways_site_only_tool" / "__init__.py").write_text("")
     monkeypatch.setenv("WAYS_TEST_SITE", str(tmp_path))
-    assert tool.available("") == (True, "")
+    assert tool.available() == (True, "")
 
 
 def test_an_opt_in_variant_runs_only_where_its_backend_is_named():

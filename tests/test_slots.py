@@ -14,7 +14,7 @@ def jobs(monkeypatch):
     """Three jobs of a slow builder (nvrtc, said to take 60-100 s a build) and three quick ones."""
     build_s = {"cutlass": 100.0, "": 60.0}
     monkeypatch.setattr(type(backends.get("nvrtc")), "first_build_s",
-                        lambda self, problem, variant: build_s[variant])
+                        lambda self, problem: build_s[self.variant])
     slow = [Job(Impl("nvrtc", v, "gemm"), []) for v in ("", "cutlass", "")]
     fast = [Job(Impl("array_api", "numpy", p), []) for p in ("gemm", "segreduce", "elementwise")]
     return slow, fast

@@ -89,7 +89,7 @@ def installed_licences(python: Path) -> dict[str, str]:
 
 def extras_of_backends() -> list[str]:
     import backends
-    found = {backends.get(n).extra_for(v) for n in backends.names() for v in backends.get(n).variants}
+    found = {backends.get(n, v).extra_for() for n in backends.names() for v in backends.get(n).variants}
     return sorted(e for e in found if e)
 
 

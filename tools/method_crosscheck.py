@@ -55,7 +55,7 @@ def do_bench_ms(problem_name: str, case_name: str) -> tuple[float, float | None]
             mhz.append(clock.read())
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    with s.backend.stream_context(s.stream, s.variant):
+    with s.backend.stream_context(s.stream):
         ms = triton.testing.do_bench(b.run, warmup=500, rep=2000, return_mode="median")
     s.device.sync()
     done.set()

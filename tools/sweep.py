@@ -29,7 +29,7 @@ def reference_ms(problem: str, case, session, sessions: dict) -> tuple[str, floa
         src, dst = (s.device.device.allocate(1 << 30, stream=s.device.stream) for _ in range(2))
         src.fill(1, stream=s.device.stream)
         label, run = "1 GiB copy", lambda: src.copy_to(dst, stream=s.device.stream)
-    with s.backend.stream_context(s.stream, s.variant):
+    with s.backend.stream_context(s.stream):
         warm_up(run, s.device.sync, 2.0)
         return label, EventEngine(s.device, CRIT).cold(run)["median_ms"]
 
@@ -42,10 +42,10 @@ def build_and_check(session, problem: str, case, arrays, options: dict, gpu=cont
     s, prob = session, problems.get(problem)
     _, inputs, outputs, ref = arrays
     for name, (shape, dt) in prob.output_spec(case).items():
-        s.backend.overwrite(outputs[name], poison(shape, dt), dt, s.variant)
+        s.backend.overwrite(outputs[name], poison(shape, dt), dt)
     t0 = time.perf_counter()
-    with s.backend.stream_context(s.stream, s.variant):
-        run = (build or s.module(problem).build)(case, inputs, outputs, s.stream,
+    with s.backend.stream_context(s.stream):
+        run = (build or s.backend.module(problem).build)(case, inputs, outputs, s.stream,
                                       **({"variant": s.variant} if s.variant else {}), **options)
         s.device.sync()
     build_s = time.perf_counter() - t0
@@ -58,7 +58,7 @@ def build_and_check(session, problem: str, case, arrays, options: dict, gpu=cont
 def timed(session, problem: str, case, run, ref_ms: float | None, warm_s: float = 0.0) -> dict:
     """Cold time of `run` and its rate, as % of the reference if its time is given."""
     s = session
-    with s.backend.stream_context(s.stream, s.variant):
+    with s.backend.stream_context(s.stream):
         if warm_s:
             warm_up(run, s.device.sync, warm_s)
         t = EventEngine(s.device, CRIT).cold(run)

@@ -10,23 +10,21 @@ class CudaCompute(NumbaBackend):
     extra = "compute"
     distributions = ("cuda-cccl", "numba", "numba-cuda")
 
-    def modules(self, variant):
+    def modules(self):
         return ("cuda.compute", "numba.cuda")
 
-    def variants_of(self, problem):
-        return ("", "default_args") if problem == "segreduce" else ("",)
+    variants = ("", "default_args")
+    variant_problems = {"default_args": ("segreduce",)}   # noqa: RUF012
 
-    def device(self, variant):
+    def device(self):
         return "cuda"
 
-    def supports(self, problem, case, variant):
+    def supports(self, case):
         if case.dtype == "bfloat16":
             return "cuda.compute 1.1.1 has no bfloat16"
-        if problem == "elementwise" and case.dtype == "float16":
-            return "cuda.compute 1.1.1 compiles no user operator on float16"
         return None
 
-    def stream(self, handle, variant):
+    def stream(self, handle):
         return StreamHandle(handle)
 
 

@@ -8,13 +8,13 @@ class CudaCoop(NumbaBackend):
     extra = "coop"
     distributions = ("cuda-cccl", "numba", "numba-cuda")
 
-    def modules(self, variant):
+    def modules(self):
         return ("cuda.coop", "numba.cuda")
 
-    def device(self, variant):
+    def device(self):
         return "cuda"            # primitives compile for the current GPU: no simulator
 
-    def supports(self, problem, case, variant):
+    def supports(self, case):
         return "cuda.coop 1.1.1 builds CUB with bfloat16 disabled" if case.dtype == "bfloat16" else None
 
 

@@ -35,7 +35,7 @@ def axpy_kernel(dtype, items):
     return axpy, tile
 
 
-def supports(case):
+def supports(case, variant=""):
     if case.dtype == "float16":
         return "cuda.coop 1.1.1: its block load does not compile for __half (NVRTC: incomplete type)"
     return None

@@ -58,7 +58,7 @@ def warp_per_row(dtype):
     return row_sum
 
 
-def supports(case):
+def supports(case, variant=""):
     if case.dtype == "float16" and case.shape["cols"] > WARP_PER_ROW_UP_TO:
         return "cuda.coop 1.1.1: its block load does not compile for __half (NVRTC: incomplete type)"
     return None

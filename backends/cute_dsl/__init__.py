@@ -23,36 +23,25 @@ class CuteDsl(TorchArrays, Backend):
     min_compute_capability = (8, 0)
     aot_target = "sm_90a"          # the warpgroup-MMA GEMM needs the "a" (arch-specific) target
 
-    def modules(self, variant):
-        return ("cutlass", "torch") + (("tvm_ffi",) if variant == "tvm_ffi" else ())
+    def modules(self):
+        return ("cutlass", "torch") + (("tvm_ffi",) if self.variant == "tvm_ffi" else ())
 
-    def load(self, variant):
+    def load(self):
         import torch
         if not torch.cuda.is_available():
             raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
 
-    def supports(self, problem, case, variant):
-        if problem == "gemm" and self.device_arch() not in ("", "sm_90a"):
-            return f"the warpgroup-MMA + TMA GEMM is Hopper-only (sm_90a), this GPU is {self.device_arch()}"
-        return None
-
-    def device_arch(self) -> str:
-        """sm_XXa of GPU 0 as the DSL names it, or "" without one."""
-        from backends.gpus import gpus
-        found = gpus()
-        return f"sm_{found[0]['compute_capability'].replace('.', '')}a" if found else ""
-
-    def stream(self, handle, variant):
+    def stream(self, handle):
         return handle or 0
 
-    def aot_environment(self, variant):
+    def aot_environment(self):
         # both read once, at `import cutlass`; export's --keep-cubin writes every cubin to the dump
         # directory, which would otherwise be the current one
         dump = tempfile.mkdtemp(prefix="ways-cute-dsl-")
         atexit.register(shutil.rmtree, dump, ignore_errors=True)
         return {"CUTE_DSL_ARCH": self.aot_target, "CUTE_DSL_DUMP_DIR": dump}
 
-    def export(self, problem, case, variant):
+    def export(self, problem, case):
         """The case's kernel compiled for aot_target from CPU tensors of the case's shapes."""
         import numpy as np
 
@@ -64,8 +53,15 @@ class CuteDsl(TorchArrays, Backend):
                   for k, v in spec.make_inputs(case, 0).items()}
         outputs = {k: torch_to_device(poison(shape, dt), dt, "cpu")
                    for k, (shape, dt) in spec.output_spec(case).items()}
-        compiled, _ = module.compile_case(case, inputs, outputs, variant, options="--keep-cubin")
+        compiled, _ = module.compile_case(case, inputs, outputs, self.variant, options="--keep-cubin")
         return bytes(compiled.__cubin__)
+
+
+def device_arch() -> str:
+    """sm_XXa of GPU 0 as the DSL names it, or "" without one."""
+    from backends.gpus import gpus
+    found = gpus()
+    return f"sm_{found[0]['compute_capability'].replace('.', '')}a" if found else ""
 
 
 def launcher(compiled, cute_args, torch_args, stream, variant):

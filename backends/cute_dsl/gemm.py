@@ -33,7 +33,7 @@ from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.memory import SmemAllocator, get_smem_capacity_in_bytes
 from cutlass.tensor_utils import LayoutEnum
 
-from backends.cute_dsl import as_cute, compile_once, launcher
+from backends.cute_dsl import as_cute, compile_once, device_arch, launcher
 
 # tools/knob_sweep.py on the H100 (reports/h100/hopper-gemm/): 8192^3 bf16 103.7% of cuBLAS, fp16 102.4%,
 # 4096^3 98.4% (1x1 cluster, default order: 98.7 / 94.6 / 97.4%)
@@ -259,7 +259,9 @@ class HopperGemm:
             store_pipe.producer_tail()
 
 
-def supports(case):
+def supports(case, variant=""):
+    if device_arch() not in ("", "sm_90a"):
+        return f"the warpgroup-MMA + TMA GEMM is Hopper-only (sm_90a), this GPU is {device_arch()}"
     if case.dtype == "float32":
         return "warpgroup MMA has no IEEE float32 product (TF32 would fail the float32 check)"
     if case.shape["K"] % 8 or case.shape["N"] % 8:

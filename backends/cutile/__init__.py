@@ -19,26 +19,26 @@ class CuTile(TorchArrays, Backend):
     distributions = ("cuda-tile", "nvidia-cuda-tileiras", "nvidia-cuda-nvcc", "nvidia-nvvm", "torch")
     min_compute_capability = (8, 0)
 
-    def modules(self, variant):
+    def modules(self):
         return ("cuda.tile", "torch")
 
-    def variants_of(self, problem):
-        return ("", "tf32x3") if problem == "gemm" else ("",)
+    variants = ("", "tf32x3")
+    variant_problems = {"tf32x3": ("gemm",)}   # noqa: RUF012
 
-    def supports(self, problem, case, variant):
-        if variant == "tf32x3" and case.dtype != "float32":
+    def supports(self, case):
+        if self.variant == "tf32x3" and case.dtype != "float32":
             return "tf32x3 is a float32 product; 16-bit inputs take the default kernel"
         return None
 
-    def load(self, variant):
+    def load(self):
         import torch
         if not torch.cuda.is_available():
             raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
 
-    def stream(self, handle, variant):
+    def stream(self, handle):
         return handle or 0           # ct.launch takes a raw CUstream; 0 is the legacy default stream
 
-    def export(self, problem, case, variant):
+    def export(self, problem, case):
         """The case's kernel compiled ahead of time for aot_target, as the JIT would build it for
         arrays of the case's shapes (same constants, same alignment facts)."""
         import cuda.tile as ct
@@ -53,7 +53,7 @@ class CuTile(TorchArrays, Backend):
             x = array_param(dt, (s["rows"], s["cols"]))
             kernel, params = module.row_sum, [x, array_param("float32", (s["rows"],)), rows, cols]
         else:
-            return gemm_cubin(dt, s["M"], s["N"], s["K"], variant, self.aot_target)
+            return gemm_cubin(dt, s["M"], s["N"], s["K"], self.variant, self.aot_target)
         return cubin(kernel, params, self.aot_target)
 
 

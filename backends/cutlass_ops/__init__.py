@@ -19,18 +19,18 @@ class CutlassOps(TorchArrays, TorchStream, Backend):
     min_compute_capability = (9, 0)
     min_driver_cuda = (13, 0)
 
-    def first_build_s(self, problem, variant):
-        return 44.0 if variant == "" else 1.2     # H100, 8192^3 bf16: 28 candidates compiled and timed / one
+    def first_build_s(self, problem):
+        return 44.0 if self.variant == "" else 1.2     # H100, 8192^3 bf16: 28 candidates compiled and timed / one
 
-    def build_key(self, problem, case, variant):
+    def build_key(self, problem, case):
         # the search compiles and times every candidate again for each case: a bench case (most of
         # them applicable) gets a worker of its own, the small test cases go by dtype
         return case.name if case.kind == "bench" else case.dtype
 
-    def modules(self, variant):
+    def modules(self):
         return ("cutlass.operators", "torch")
 
-    def load(self, variant):
+    def load(self):
         import torch
         if not torch.cuda.is_available():
             raise Unavailable(f"torch {torch.__version__} sees no CUDA device")

@@ -11,7 +11,7 @@ torch has no CPU kernel for `aten::mm.dtype`.)"""
 import math
 import os
 
-from backends.base import Backend, TorchArrays, TorchStream, Unavailable
+from backends.base import Backend, TorchArrays, TorchStream, Unavailable, timing_kernels
 
 INTERPRETED_WORK = 2**24
 
@@ -29,13 +29,13 @@ class Helion(TorchArrays, TorchStream, Backend):
     min_compute_capability = (8, 0)
     cache_vars = {"HELION_CACHE_DIR": "helion"}   # noqa: RUF012  autotune results (best configs)
 
-    def modules(self, variant):
+    def modules(self):
         return ("helion", "triton", "torch")
 
-    def device(self, variant):
+    def device(self):
         return "cpu" if interpreted() else "cuda"
 
-    def load(self, variant):
+    def load(self):
         import torch
         if not interpreted() and not torch.cuda.is_available():
             raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
@@ -44,19 +44,17 @@ class Helion(TorchArrays, TorchStream, Backend):
         except ImportError as exc:          # e.g. helion 1.5.1 on torch 2.11 (IntelGPUError)
             raise Unavailable(f"helion does not import with torch {torch.__version__}: {exc}") from None
 
-    def first_build_s(self, problem, variant):
-        return 40.0 if variant == "" else 1.0       # the autotuner's search (effort quick): 25-57 s (H100)
+    def first_build_s(self, problem):
+        return 40.0 if self.variant == "" else 1.0       # the autotuner's search (effort quick): 25-57 s (H100)
 
-    def build_times_kernels(self, problem, variant):
-        return variant == ""               # Helion's autotuner times its candidates in build()
+    def build_times_kernels(self, problem):
+        return self.variant == ""               # Helion's autotuner times its candidates in build()
 
-    def supports(self, problem, case, variant):
+    def supports(self, case):
         if not interpreted():
             return None
         if case.kind != "test" or math.prod(case.shape.values()) > INTERPRETED_WORK:
             return "Triton interpreter: small test cases only"
-        if problem == "gemm" and (case.dtype == "bfloat16" or min(case.shape.values()) < 16):
-            return "Triton interpreter: it mishandles bf16 tl.dot and Helion's padding of dims under 16"
         return None
 
 
@@ -67,20 +65,16 @@ BACKEND = Helion()
 def prepared(kernel, args, scratch_args, fixed_config, variant):
     """Bind `kernel` to the case's arguments and settle its config here, in build: the fixed one,
     or an autotuned one (timed, on `scratch_args` so the outputs stay poisoned). Returns run()."""
-    import time
     bound = kernel.bind(tuple(args))
     if variant == "fixed" or interpreted():
-        t0, tuned = time.perf_counter(), False
         bound.set_config(fixed_config)
     else:
-        t0, tuned = time.perf_counter(), True
-        bound.autotune(tuple(scratch_args), force=False)       # uses HELION_CACHE_DIR's best config if there
-    spent = time.perf_counter() - t0
+        with timing_kernels():   # its search compiles and times candidates: the GPU alone throughout
+            bound.autotune(tuple(scratch_args), force=False)   # uses HELION_CACHE_DIR's best config if there
 
     def run():
         bound(*args)
 
-    run.build_parts = {"autotune_s": spent} if tuned else {}
     return run
 
 

@@ -46,13 +46,13 @@ class JaxPallas(TorchArrays, TorchStream, Backend):
     cache_vars = {"JAX_COMPILATION_CACHE_DIR": "jax"}   # noqa: RUF012  the persistent compilation cache
     aot_target = "sm_90 (lowered to Triton IR / Mosaic GPU MLIR; no cubin)"
 
-    def modules(self, variant):
+    def modules(self):
         return ("jax", "jax.experimental.pallas", "torch")
 
-    def device(self, variant):
+    def device(self):
         return "cpu" if interpreted() else "cuda"
 
-    def load(self, variant):
+    def load(self):
         # before jax is imported: XLA must not take 75% of the GPU (torch holds the lab's arrays),
         # and every compiled kernel goes to the persistent cache (warm compile times), however fast
         os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -70,54 +70,27 @@ class JaxPallas(TorchArrays, TorchStream, Backend):
         if not torch.cuda.is_available():
             raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
         cc = tuple(int(c) for c in gpus[0].compute_capability.split("."))
-        if variant == "mosaic_gpu" and cc < (9, 0):
+        if self.variant == "mosaic_gpu" and cc < (9, 0):
             raise Unavailable(f"Mosaic GPU needs compute capability 9.0 (sm_90a), not {gpus[0].compute_capability}")
 
-    def supports(self, problem, case, variant):
+    def supports(self, case):
         if interpreted() and (case.kind != "test" or math.prod(case.shape.values()) > INTERPRETED_WORK):
             return "Pallas interpreter: small test cases only"
-        if variant == "mosaic_gpu" and interpreted() and _jax_version() < (0, 11):
+        if self.variant == "mosaic_gpu" and interpreted() and _jax_version() < (0, 11):
             return "Mosaic GPU interpreter: JAX < 0.11 does not simulate TMA bounds (JAX 0.11 needs Python 3.12)"
-        if variant == "mosaic_gpu":
-            return mosaic_gpu_limits(problem, case)
         return None
 
-    def aot_modules(self, variant):
+    def aot_modules(self):
         return ("jax", "jax.experimental.pallas")
 
-    def aot_environment(self, variant):
+    def aot_environment(self):
         return {"JAX_PLATFORMS": "cpu"}
 
-    def export(self, problem, case, variant):
+    def export(self, problem, case):
         """Lowered, not compiled: the StableHLO module (with the kernel's Triton IR or Mosaic GPU
         MLIR inside) for an H100, as bytes. No cubin: that step is XLA's, on a GPU."""
-        return lower_for_h100(problem, case, variant).as_text().encode()
+        return lower_for_h100(problem, case, self.variant).as_text().encode()
 
-
-
-def mosaic_gpu_limits(problem, case) -> str | None:
-    """Why the Mosaic GPU kernels cannot take a case. Their GEMM and row-sum tiles are swizzled
-    (TilingTransform((8, 128 bytes)) + SwizzleTransform(128)) and Mosaic GPU tiles a GMEM array
-    only where each tiled dimension is a multiple of its tile or smaller than it (no rounding up:
-    launch_context.TileTransform); Hopper's wgmma takes fp32 only as TF32; a 1-D TMA copy loses the
-    array's last partial 16-byte chunk."""
-    from problems.base import DTYPES
-    swizzle_elems = 128 // DTYPES[case.dtype].itemsize
-    if problem == "segreduce":
-        rows, cols = case.shape["rows"], case.shape["cols"]
-        if cols % swizzle_elems or (rows > 8 and rows % 8):
-            return f"Mosaic GPU: swizzled TMA tiles need cols % {swizzle_elems} == 0 and rows % 8 == 0"
-    if problem == "elementwise" and case.shape["n"] * DTYPES[case.dtype].itemsize % 16:
-        # seen on the H100 (JAX 0.11.2): the TMA copies left the last n mod (16 / itemsize) elements
-        # unwritten (wrong on every such test case), though a TMA box may cross the array's end
-        return "Mosaic GPU: its TMA copies drop a trailing partial 16-byte chunk (n * itemsize % 16 != 0)"
-    if problem == "gemm":
-        if case.dtype == "float32":
-            return "Mosaic GPU: wgmma takes fp32 only as TF32, not an fp32 GEMM"
-        m, n, k = case.shape["M"], case.shape["N"], case.shape["K"]
-        if m % 8 or n % swizzle_elems or k % swizzle_elems:
-            return f"Mosaic GPU: swizzled TMA tiles need M % 8, N % {swizzle_elems}, K % {swizzle_elems} == 0"
-    return None
 
 
 def _jax_version() -> tuple[int, ...]:

@@ -10,10 +10,20 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
+from problems.base import DTYPES
 from backends.jax_pallas import compiled_call, interpret_param
 
 BLOCK = 4096
 TMA_BOX = 256
+TMA_CHUNK = 16          # bytes
+
+
+def supports(case, variant=""):
+    # seen on the H100 (JAX 0.11.2): the TMA copies left the last n mod (16 / itemsize) elements
+    # unwritten (wrong on every such test case), though a TMA box may cross the array's end
+    if variant == "mosaic_gpu" and case.shape["n"] * DTYPES[case.dtype].itemsize % TMA_CHUNK:
+        return "Mosaic GPU: its TMA copies drop a trailing partial 16-byte chunk (n * itemsize % 16 != 0)"
+    return None
 
 
 def axpy_triton(x_ref, y_ref, alpha_ref, z_ref):

@@ -12,9 +12,25 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
+from problems.base import DTYPES
 from backends.jax_pallas import compiled_call, interpret_param, interpreted
 
 SWIZZLE = 128            # bytes: a K tile of 64 fp16/bf16
+TMA_ROWS = 8             # Mosaic GPU's tiling transform: (8 rows, SWIZZLE bytes)
+
+
+def supports(case, variant=""):
+    """Mosaic GPU: swizzled tiles of whole (8, 128-byte) tiles only (no rounding up), and Hopper's
+    wgmma takes fp32 only as TF32."""
+    if variant != "mosaic_gpu":
+        return None
+    if case.dtype == "float32":
+        return "Mosaic GPU: wgmma takes fp32 only as TF32, not an fp32 GEMM"
+    swizzle_elems = SWIZZLE // DTYPES[case.dtype].itemsize
+    m, n, k = case.shape["M"], case.shape["N"], case.shape["K"]
+    if m % TMA_ROWS or n % swizzle_elems or k % swizzle_elems:
+        return f"Mosaic GPU: swizzled TMA tiles need M % 8, N % {swizzle_elems}, K % {swizzle_elems} == 0"
+    return None
 
 
 def config(dtype):

@@ -4,7 +4,7 @@ short rows pack several per program, long rows take one each, as the triton back
 mosaic_gpu: a block per 64 rows; plgpu.emit_pipeline streams (64, BLOCK) tiles into swizzled SMEM
 by TMA (zero-filled past the edges) and each step adds the tile's row sums (WGMMA layout, reduced
 along axis 1) to a loop carry. Its swizzled tiles take whole tiles only: other shapes are not
-applicable (see mosaic_gpu_limits)."""
+applicable (supports)."""
 import functools
 
 import jax
@@ -12,10 +12,22 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
+from problems.base import DTYPES
 from backends.jax_pallas import compiled_call, interpret_param
 
 MGPU_ROWS = 64          # the WGMMA register layout's row tile
 SWIZZLE = 128           # bytes
+TMA_ROWS = 8            # Mosaic GPU's tiling transform: (8 rows, SWIZZLE bytes)
+
+
+def supports(case, variant=""):
+    """Mosaic GPU tiles a GMEM array only where each tiled dimension is a multiple of its tile or
+    smaller than it (no rounding up: launch_context.TileTransform)."""
+    swizzle_elems = SWIZZLE // DTYPES[case.dtype].itemsize
+    rows, cols = case.shape["rows"], case.shape["cols"]
+    if variant == "mosaic_gpu" and (cols % swizzle_elems or (rows > TMA_ROWS and rows % TMA_ROWS)):
+        return f"Mosaic GPU: swizzled TMA tiles need cols % {swizzle_elems} == 0 and rows % {TMA_ROWS} == 0"
+    return None
 
 
 def row_sum_triton(x_ref, y_ref, *, rows_per, block):

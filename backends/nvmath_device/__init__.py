@@ -14,26 +14,26 @@ class NvmathDevice(NumbaBackend):
     extra = "nvmath"
     distributions = ("nvmath-python", "nvidia-libmathdx-cu13", "numba", "numba-cuda")
 
-    def modules(self, variant):
+    def modules(self):
         return ("nvmath.device", "numba.cuda")
 
-    def variants_of(self, problem):
-        return ("", "pipeline") if problem == "gemm" else ("",)
+    variants = ("", "pipeline")
+    variant_problems = {"pipeline": ("gemm",)}   # noqa: RUF012
 
-    def device(self, variant):
+    def device(self):
         return "cuda"            # cuBLASDx code is generated for the current GPU: no simulator
 
-    def first_build_s(self, problem, variant):
+    def first_build_s(self, problem):
         return 150.0          # cuBLASDx code generation under numba's compile lock: 69-165 s a first build
 
-    def build_key(self, problem, case, variant):
+    def build_key(self, problem, case):
         # a DevicePipeline is built for its very arrays: a new shape is a new kernel (~85 s)
-        return case.name if variant == "pipeline" else case.dtype
+        return case.name if self.variant == "pipeline" else case.dtype
 
-    def supports(self, problem, case, variant):
+    def supports(self, case):
         if case.dtype == "bfloat16":
             return "nvmath-python 1.0's device Matmul takes no bfloat16"
-        if variant == "pipeline" and case.dtype != "float16":
+        if self.variant == "pipeline" and case.dtype != "float16":
             return "the pipeline (TMA + warpgroup MMA) variant is written for float16, as nvmath's example"
         return None
 

@@ -14,48 +14,42 @@ class Nvrtc(Backend):
                      "nvidia-cutlass")
     aot_target = "sm_90a"         # without a GPU (CI) each test case is still compiled, for the H100 (wgmma: "a")
 
-    def variants_of(self, problem):
-        return ("", "cutlass") if problem == "gemm" else ("",)
+    variants = ("", "cutlass")
+    variant_problems = {"cutlass": ("gemm",)}   # noqa: RUF012
 
-    def modules(self, variant):
-        return ("cuda.core", "cupy") + (("cutlass_library",) if variant == "cutlass" else ())
+    def modules(self):
+        return ("cuda.core", "cupy") + (("cutlass_library",) if self.variant == "cutlass" else ())
 
-    def aot_modules(self, variant):
-        return ("cuda.core",) + (("cutlass_library",) if variant == "cutlass" else ())
+    def aot_modules(self):
+        return ("cuda.core",) + (("cutlass_library",) if self.variant == "cutlass" else ())
 
-    def first_build_s(self, problem, variant):
-        return 50.0 if variant == "cutlass" else 1.0      # NVRTC over CUTLASS's templates: ~50 s
+    def first_build_s(self, problem):
+        return 50.0 if self.variant == "cutlass" else 1.0      # NVRTC over CUTLASS's templates: ~50 s
 
-    def supports(self, problem, case, variant):
-        if variant == "cutlass":       # its restrictions (TMA pitches, no float32) are not gemm.py's
-            from backends.nvrtc import _gemm_cutlass
-            return _gemm_cutlass.supports(case)
-        return None
-
-    def load(self, variant):
+    def load(self):
         from cuda.core import Device
         try:
             Device(0).set_current()
         except Exception as exc:            # no driver or no device: say which
             raise Unavailable(f"cuda.core cannot open GPU 0: {exc}") from exc
 
-    def to_device(self, a, dtype, variant):
+    def to_device(self, a, dtype):
         import cupy
         return cupy.asarray(np.ascontiguousarray(a))
 
-    def to_host(self, x, variant):
+    def to_host(self, x):
         import cupy
         return cupy.asnumpy(x)
 
-    def overwrite(self, dst, host, dtype, variant):
+    def overwrite(self, dst, host, dtype):
         cupy_overwrite(dst, host)
 
-    def stream(self, handle, variant):
+    def stream(self, handle):
         from cuda.core import Stream
         return Stream.from_handle(handle)
 
-    def export(self, problem, case, variant):
-        if variant == "cutlass":       # CUTLASS's GEMM: its own include dir and -default-device
+    def export(self, problem, case):
+        if self.variant == "cutlass":       # CUTLASS's GEMM: its own include dir and -default-device
             from backends.nvrtc import _gemm_cutlass
             return _gemm_cutlass.export_cubin(case, self.aot_target)
         from backends import implementation

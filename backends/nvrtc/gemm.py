@@ -170,7 +170,10 @@ BM, BN, BK, STAGES, THREADS = 128, 256, 64, 4, 384
 SMEM_BYTES = STAGES * (BM * BK + BK * BN) * 2 + 1024 + 16 * STAGES    # + 1024-byte alignment slack + mbarriers
 
 
-def supports(case):
+def supports(case, variant=""):
+    if variant == "cutlass":       # its restrictions (TMA pitches, no float32) are its own
+        from backends.nvrtc import _gemm_cutlass
+        return _gemm_cutlass.supports(case)
     return ampere.supports(case)
 
 

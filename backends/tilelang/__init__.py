@@ -34,18 +34,18 @@ class TileLang(TorchArrays, TorchStream, Backend):
     min_compute_capability = (8, 0)
     cache_vars = {"TILELANG_CACHE_DIR": "tilelang"}   # noqa: RUF012  its kernel cache
 
-    def modules(self, variant):
+    def modules(self):
         return ("tilelang", "torch")
 
-    def aot_modules(self, variant):
+    def aot_modules(self):
         return ("tilelang",)
 
-    def load(self, variant):
+    def load(self):
         import torch
         if not torch.cuda.is_available():
             raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
 
-    def export(self, problem, case, variant):
+    def export(self, problem, case):
         """The case's kernel compiled ahead of time for aot_target: the shared library TileLang builds
         (nvcc: the kernel's cubin and its host launcher)."""
         import tempfile

@@ -18,18 +18,18 @@ class Triton(TorchArrays, TorchStream, Backend):
     extra = "triton"
     distributions = ("triton", "torch")
 
-    def modules(self, variant):
+    def modules(self):
         return ("triton", "torch")
 
-    def device(self, variant):
+    def device(self):
         return "cpu" if interpreted() else "cuda"
 
-    def load(self, variant):
+    def load(self):
         import torch
         if not interpreted() and not torch.cuda.is_available():
             raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
 
-    def supports(self, problem, case, variant):
+    def supports(self, case):
         if not interpreted():
             return None
         if case.kind != "test" or case.dtype == "bfloat16" or math.prod(case.shape.values()) > INTERPRETED_WORK:

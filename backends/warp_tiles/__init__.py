@@ -18,57 +18,57 @@ class WarpTiles(Backend):
     extra = "warp"
     distributions = ("warp-lang",)
 
-    def modules(self, variant):
+    def modules(self):
         return ("warp",)
 
-    def variants_of(self, problem):
-        return ("", "no_mathdx", "cpu") if problem == "gemm" else ("", "cpu")
+    variants = ("", "no_mathdx", "cpu")
+    variant_problems = {"no_mathdx": ("gemm",)}   # noqa: RUF012
 
-    def device(self, variant):
-        return "cpu" if variant == "cpu" else "cuda"
+    def device(self):
+        return "cpu" if self.variant == "cpu" else "cuda"
 
-    def load(self, variant):
+    def load(self):
         import warp as wp
         wp.config.log_level = wp.LOG_WARNING      # no "Module ... load" line per kernel
         wp.init()
-        if variant == "cpu" and not wp.is_cpu_available():
+        if self.variant == "cpu" and not wp.is_cpu_available():
             raise Unavailable("this Warp build has no CPU compiler (warp-clang)")
-        if variant != "cpu" and not wp.is_cuda_available():
+        if self.variant != "cpu" and not wp.is_cuda_available():
             raise Unavailable(f"Warp {wp.__version__} sees no CUDA device")
 
-    def first_build_s(self, problem, variant):
-        return 22.0 if problem == "gemm" and variant != "no_mathdx" else 1.0     # cuBLASDx GEMM: 22 s cold
+    def first_build_s(self, problem):
+        return 22.0 if problem == "gemm" and self.variant != "no_mathdx" else 1.0     # cuBLASDx GEMM: 22 s cold
 
-    def supports(self, problem, case, variant):
-        if variant == "cpu" and (case.kind != "test" or math.prod(case.shape.values()) > CPU_WORK):
+    def supports(self, case):
+        if self.variant == "cpu" and (case.kind != "test" or math.prod(case.shape.values()) > CPU_WORK):
             return "Warp's CPU device: small test cases only"
-        if variant == "no_mathdx" and case.kind != "test":
+        if self.variant == "no_mathdx" and case.kind != "test":
             return "tile_matmul without cuBLASDx is a scalar GEMM: test cases and compile time only"
         return None
 
-    def to_device(self, a, dtype, variant):
+    def to_device(self, a, dtype):
         import warp as wp
-        return wp.array(np.ascontiguousarray(a), dtype=warp_dtype(dtype), device=self.warp_device(variant))
+        return wp.array(np.ascontiguousarray(a), dtype=warp_dtype(dtype), device=self.warp_device())
 
-    def to_host(self, x, variant):
+    def to_host(self, x):
         import warp as wp
         if x.dtype == wp.bfloat16:
             x = x.view(wp.uint16)          # Warp hands bfloat16 to NumPy as its bits anyway
         return x.numpy()
 
-    def overwrite(self, dst, host, dtype, variant):
+    def overwrite(self, dst, host, dtype):
         import warp as wp
-        wp.copy(dst, self.to_device(host, dtype, variant))
+        wp.copy(dst, self.to_device(host, dtype))
 
-    def stream(self, handle, variant):
+    def stream(self, handle):
         import warp as wp
-        if variant == "cpu" or handle is None:
+        if self.variant == "cpu" or handle is None:
             return None
-        return wp.Stream(self.warp_device(variant), cuda_stream=handle)
+        return wp.Stream(self.warp_device(), cuda_stream=handle)
 
     @staticmethod
-    def warp_device(variant):
-        return "cpu" if variant == "cpu" else "cuda:0"
+    def warp_device(self):
+        return "cpu" if self.variant == "cpu" else "cuda:0"
 
 
 def warp_dtype(name: str):

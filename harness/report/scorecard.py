@@ -88,7 +88,7 @@ def rows(doc: dict) -> list[dict]:
         by_impl[impl_label({**r, "source": None})].append(r)
     out = []
     for label, recs in sorted(by_impl.items()):
-        backend = backends.get(recs[0]["backend"])
+        backend = backends.get(recs[0]["backend"], recs[0]["variant"])
         best: dict[str, float] = {}
         for r in recs:
             pct = (r.get("timing") or {}).get("pct_of_peak")
@@ -97,7 +97,7 @@ def rows(doc: dict) -> list[dict]:
         compiles = [r["compile"] for r in recs if r.get("compile") and r["compile"].get("cold_s") is not None]
         launches = [r["timing"]["launch_us"] for r in recs if (r.get("timing") or {}).get("launch_us") is not None]
         loc = {r["problem"]: (r.get("loc") or {}).get("total") for r in recs if r.get("loc")}
-        extra = backend.extra_for(recs[0]["variant"])
+        extra = backend.extra_for()
         fp = ((doc.get("footprint") or {}).get("extras") or {}).get(extra) or {}
         out.append({
             "implementation": label,

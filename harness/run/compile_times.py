@@ -18,12 +18,12 @@ def measure(impl: Impl, scratch: Path, log: Path, repeats: int, timeout: float, 
     and every sample; {"case", "error", ...} where a process failed. `case`: time this case instead
     of the problem's compile case. `at_once`: the cold processes run at the same time, then the warm
     ones (each on a core of its own: for a run that must end soon, e.g. beside `--jobs` workers)."""
-    backend = backends.get(impl.backend)
+    backend = backends.get(impl.backend, impl.variant)
     args = ["compile", "--backend", impl.backend, "--variant", impl.variant, "--problem", impl.problem]
     args += ["--export"] if ahead_of_time else []
     args += ["--case", case] if case else []
     colds, warms = [], []             # each process's result line
-    paths = backend.search_paths(impl.variant)
+    paths = backend.search_paths()
 
     def env(cache: Path) -> dict:
         return supervise.worker_env({**backend.cache_env(str(cache)), **lane_env}, paths)

@@ -50,7 +50,7 @@ SLOW_BUILD_S = 30.0
 
 def first_build_s(impl: Impl) -> float:
     """About how long the implementation's first build takes (Backend.first_build_s, measured on the H100)."""
-    return backends.get(impl.backend).first_build_s(impl.problem, impl.variant)
+    return backends.get(impl.backend, impl.variant).first_build_s(impl.problem)
 
 
 # A case's time limit where --timeout does not set one: a fixed part (start-up, checks, timing), the
@@ -91,14 +91,14 @@ def shards(job: Job) -> list[Job]:
     that `--jobs` runs beside the others."""
     if not slow_builder(job.impl):
         return [job]
-    impl, backend = job.impl, backends.get(job.impl.backend)
+    impl, backend = job.impl, backends.get(job.impl.backend, job.impl.variant)
     builds: dict[object, list[Case]] = {}
     untaken: list[Case] = []
     for c in job.cases:
-        if backend.supports(impl.problem, c, impl.variant):
+        if backend.supports(c):
             untaken.append(c)
         else:
-            builds.setdefault(backend.build_key(impl.problem, c, impl.variant), []).append(c)
+            builds.setdefault(backend.build_key(impl.problem, c), []).append(c)
     parts = [*builds.values(), *([untaken] if untaken else [])]      # the builds first: they take long
     if len(parts) == 1:
         return [job]

@@ -159,21 +159,21 @@ class Run:
         the tool can export); (job, status, reason) for those left out."""
         ok, exported, skipped = [], [], []
         for job in jobs:
-            impl, backend = job.impl, backends.get(job.impl.backend)
-            good, reason = backend.available(impl.variant)
+            impl, backend = job.impl, backends.get(job.impl.backend, job.impl.variant)
+            good, reason = backend.available()
             if self.opts.quick and slow_builder(impl):
                 skipped.append((job, "skipped", f"--quick leaves out implementations whose first build takes about "
                                                 f"{first_build_s(impl):.0f} s (a run without --quick has it)"))
             elif good:
                 ok.append(job)
-            elif backend.exports(impl.variant):
+            elif backend.exports():
                 exported.append((job, reason))
             else:
                 skipped.append((job, "unavailable", reason))
         return ok, exported, skipped
 
     def _on_gpu(self, job: Job) -> bool:
-        return backends.get(job.impl.backend).device(job.impl.variant) == "cuda"
+        return backends.get(job.impl.backend, job.impl.variant).device() == "cuda"
 
     def _peaks(self, scratch: Path) -> dict:
         try:
@@ -185,12 +185,12 @@ class Run:
     def _export_job(self, job: Job, reason: str, writer, scratch: Path) -> None:
         """No GPU, but the tool compiles ahead of time: compile each test case (status compile_only)."""
         impl = job.impl
-        backend = backends.get(impl.backend)
+        backend = backends.get(impl.backend, impl.variant)
         self.progress.describe(f"{impl.label} {impl.problem}: compile only")
         error = "the compile-only worker returned nothing for this case"
         try:
             env_ = supervise.worker_env({**backend.cache_env(str(scratch / "cache" / impl.label)), **self.lane_env},
-                                        backend.search_paths(impl.variant))
+                                        backend.search_paths())
             done = {d["case"]: d for d in supervise.run_json(
                 ["export", "--backend", impl.backend, "--variant", impl.variant, "--problem", impl.problem],
                 env_, process_limit(self.opts), self.out / "logs" / f"{impl.label}.{impl.problem}.export.log")["cases"]}
@@ -296,12 +296,12 @@ class Run:
     def _run_job(self, job: Job, writer, scratch: Path, extra_env: dict | None = None,
                  rerun: dict[str, dict] | None = None) -> None:
         impl = job.impl
-        backend = backends.get(impl.backend)
+        backend = backends.get(impl.backend, impl.variant)
         cache = scratch / "cache" / impl.label
         # --quick: the cold mode alone (the sustained one's lead and samples are most of a GEMM's timing)
         modes = {timing.MODES_VAR: "cold"} if self.opts.quick else {}
         environ = supervise.worker_env({**backend.cache_env(str(cache)), **self.lane_env, **modes,
-                                        **(extra_env or {})}, backend.search_paths(impl.variant))
+                                        **(extra_env or {})}, backend.search_paths())
         parts = (job, *job.also)       # by_implementation: one worker for several problems
         owners = [(part, c) for part in parts for c in part.cases]
         items = [{"problem": part.impl.problem, "case": c.to_json()} for part, c in owners]

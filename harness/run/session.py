@@ -24,55 +24,42 @@ from problems.base import Case, CheckError, decode, poison
 N_SEEDS = 3
 
 
-def why_not(backend, variant: str, module, problem: str, case: Case) -> str | None:
-    """None, or why the implementation cannot take the case (the backend's reason, else its file's)."""
-    reason = backend.supports(problem, case, variant)
-    supports = getattr(module, "supports", None)
-    return reason or (supports(case) if supports else None)
-
-
 class Session:
     """A backend variant loaded in this process, with its device and stream."""
 
     def __init__(self, backend_name: str, variant: str):
-        self.backend = backends.get(backend_name)
+        self.backend = backends.get(backend_name, variant)
         self.variant = variant
-        self.backend.load(variant)       # imports the tool; raises Unavailable with the reason
-        kind = self.backend.device(variant)
+        self.backend.load()              # imports the tool; raises Unavailable with the reason
+        kind = self.backend.device()
         with gpu_hold(kind):             # a CUDA context and a stream: GPU work
             self.device = open_device(kind)
-            self.stream = self.backend.stream(self.device.handle, variant)
-        self.modules: dict[str, object] = {}
+            self.stream = self.backend.stream(self.device.handle)
 
     def gpu_work(self, alone: bool = False):
         """This variant's hold of the GPU for one step (gpu_hold)."""
         return gpu_hold(self.device.kind, alone)
 
-    def module(self, problem: str):
-        if problem not in self.modules:
-            self.modules[problem] = backends.implementation(self.backend.name, problem)
-        return self.modules[problem]
-
     def why_not(self, problem: str, case: Case) -> str | None:
-        return why_not(self.backend, self.variant, self.module(problem), problem, case)
+        return self.backend.why_not(problem, case)
 
     def prepare(self, problem, case: Case, seed: int, cache: Path | None = None, **options) -> Built:
         """Fresh inputs, the reference, poisoned outputs, and the implementation built on them
         (`options` go to its build(): a tuning sweep tries configurations that way)."""
         host_inputs, inputs, outputs, ref = self.arrays(problem, case, seed, cache)
         # an autotuner times kernels in build(): it needs the GPU alone, as timing does
-        lock = self.gpu_work(alone=self.backend.build_times_kernels(problem.name, self.variant))
-        with PHASES("builds"), lock, self.backend.stream_context(self.stream, self.variant):
+        lock = self.gpu_work(alone=self.backend.build_times_kernels(problem.name))
+        with PHASES("builds"), lock, self.backend.stream_context(self.stream):
             t0, waited, cpu0 = time.perf_counter(), PHASES.seconds.get(WAIT_PHASE, 0.0), cpu_seconds()
-            tool0 = TOOL_COMPILE.seconds
-            run = self.module(problem.name).build(case, inputs, outputs, self.stream, variant=self.variant, **options)
+            steps0 = {name: step.seconds for name, step in BUILD_STEPS.items()}
+            run = self.backend.build(problem.name, case, inputs, outputs, self.stream, **options)
             self.device.sync()
             # time spent waiting for another worker's timing (compiling() released the GPU) is not build time
             build_s = time.perf_counter() - t0 - (PHASES.seconds.get(WAIT_PHASE, 0.0) - waited)
-            tool_s = TOOL_COMPILE.seconds - tool0
         LOCK.let_timers_in(self.device.sync)
-        # an implementation may name parts of its build (e.g. Triton's autotuning) on its run()
-        parts = {**({"tool_compile_s": tool_s} if tool_s else {}), **getattr(run, "build_parts", {})}
+        # the tool's compile (compiling()) and an autotuner's timing (timing_kernels()), apart
+        parts = {name: step.seconds - steps0[name] for name, step in BUILD_STEPS.items()
+                 if step.seconds > steps0[name]}
         return Built(run, host_inputs, inputs, outputs, ref, build_s, cpu_seconds() - cpu0, parts)
 
     def arrays(self, problem, case: Case, seed: int, cache: Path | None = None):
@@ -91,14 +78,14 @@ class Session:
     def _upload(self, host: np.ndarray, dtype: str):
         """One array to the device; a waiting timer may have the GPU before the next (let_timers_in
         synchronizes first, so only then)."""
-        array = self.backend.to_device(host, dtype, self.variant)
+        array = self.backend.to_device(host, dtype)
         LOCK.let_timers_in(self.device.sync)
         return array
 
     def call(self, run, outputs: dict) -> tuple[dict, float]:
         """One call, the whole device synchronized before and after; the outputs it wrote (or
         returned) and its wall time."""
-        with PHASES("checked calls"), self.gpu_work(), self.backend.stream_context(self.stream, self.variant):
+        with PHASES("checked calls"), self.gpu_work(), self.backend.stream_context(self.stream):
             self.device.sync()
             t0 = time.perf_counter()
             returned = run()
@@ -114,7 +101,7 @@ class Session:
         with PHASES("uploads"):
             self.device.sync()
             for name in problem.linear_inputs:
-                self.backend.overwrite(b.inputs[name], host[name], case.dtype, self.variant)
+                self.backend.overwrite(b.inputs[name], host[name], case.dtype)
             self.device.sync()
         LOCK.let_timers_in(self.device.sync)
         b.host_inputs, b.ref = host, ref
@@ -136,22 +123,23 @@ class Session:
     def _download(self, array):
         """One array to the host; a waiting timer may have the GPU before the next (a 2^28-element
         case's downloads take seconds)."""
-        host = self.backend.to_host(array, self.variant)
+        host = self.backend.to_host(array)
         LOCK.let_timers_in(self.device.sync)
         return host
 
 
-class ToolCompile:
-    """Seconds inside backends' compiling() blocks (the outermost of nested ones): the tool's own
-    compile, apart from what else a build does (the lab's inputs, an occupancy query, a load). The
-    GPU is released meanwhile, so another worker may time."""
+class BuildStep:
+    """Seconds inside a kind of block that backends enter in build() (the outermost of nested ones),
+    each entered with the GPU lock's `hold`: compiling() is the tool's own compile, apart from what
+    else a build does (the lab's inputs, an occupancy query, a load), with the GPU released so that
+    another worker may time; timing_kernels() is an autotuner timing its candidates, the GPU alone."""
 
-    def __init__(self):
-        self.seconds, self._depth = 0.0, 0
+    def __init__(self, hold):
+        self.hold, self.seconds, self._depth = hold, 0.0, 0
 
     @contextmanager
     def __call__(self):
-        with LOCK.released():
+        with self.hold():
             self._depth += 1
             t0 = time.perf_counter()
             try:
@@ -162,8 +150,9 @@ class ToolCompile:
                     self.seconds += time.perf_counter() - t0
 
 
-TOOL_COMPILE = ToolCompile()
-backends.base.on_build_steps(TOOL_COMPILE, LOCK.exclusive)
+TOOL_COMPILE, TOOL_SEARCH = BuildStep(LOCK.released), BuildStep(LOCK.exclusive)
+BUILD_STEPS = {"tool_compile_s": TOOL_COMPILE, "autotune_s": TOOL_SEARCH}     # a build's parts, by record key
+backends.base.on_build_steps(TOOL_COMPILE, TOOL_SEARCH)
 
 
 def gpu_hold(kind: str, alone: bool = False):
@@ -251,7 +240,7 @@ def check_case(s: Session, problem, case: Case, rec: dict, scratch: Path | None)
 def save_for_crosscheck(scratch: Path, problem, case: Case, s: Session, host: dict) -> None:
     folder = scratch / "outputs" / problem.name / case.name
     folder.mkdir(parents=True, exist_ok=True)
-    label = s.backend.label(s.variant)
+    label = s.backend.label()
     for name, (_, dt) in problem.output_spec(case).items():
         if name in host and np.asarray(host[name]).dtype == np.dtype(problems.base.DTYPES[dt].storage):
             np.save(folder / f"{label}.{name}.npy", decode(host[name], dt, np.float32))

@@ -25,7 +25,7 @@ from harness.measure import timing as timing_mod
 from harness.schedule.gpu_lock import LOCK, WAIT_PHASE
 from harness.measure.phases import PHASES
 from harness.results import records
-from harness.run.session import Session, check_case, checked, follows_new_inputs, why_not
+from harness.run.session import Session, check_case, checked, follows_new_inputs
 from problems.base import Case
 
 CUDA_ERROR = re.compile(r"CUDA error: ([^\n]+)|(CUDA_ERROR_\w+|cudaError\w+)[:\s]*([^\n]*)")
@@ -89,7 +89,7 @@ class Worker:
             self.broken = True
             return rec
         finally:
-            s.backend.release(s.variant)
+            s.backend.release()
 
     def _bench(self, problem, case, rec, measure) -> dict:
         """bench_item's work, the GPU shared with other workers except while timing."""
@@ -105,7 +105,7 @@ class Worker:
             last["out"] = b.run()
 
         # no other worker's kernels in the timed window
-        with s.backend.stream_context(s.stream, s.variant), s.gpu_work(alone=True):
+        with s.backend.stream_context(s.stream), s.gpu_work(alone=True):
             timing = timing_mod.on_gpu(s.device, timed, measure, problem.roofline,
                                        with_sustained=timing_mod.sustained_wanted()) if s.device.kind == "cuda" \
                 else measure(timed)
@@ -174,7 +174,7 @@ class Worker:
 
 
 def _impl(args) -> str:
-    return backends.get(args.backend).label(args.variant)
+    return backends.get(args.backend, args.variant).label()
 
 
 def run_items(args) -> int:
@@ -231,22 +231,21 @@ def _run_items(args, out) -> int:
 def aot_backend(name: str, variant: str):
     """The backend, with the environment its tool needs to compile ahead of time set before the
     tool is first imported (a DSL that reads its target when imported)."""
-    backend = backends.get(name)
-    os.environ.update(backend.aot_environment(variant))
+    backend = backends.get(name, variant)
+    os.environ.update(backend.aot_environment())
     return backend
 
 
-def export_cases(backend, variant: str, problem, cases) -> list[dict]:
+def export_cases(backend, problem, cases) -> list[dict]:
     """Compile each case ahead of time for the backend's target (no GPU needed): seconds and bytes."""
-    module = backends.implementation(backend.name, problem.name)
     done = []
     for case in cases:
-        reason = why_not(backend, variant, module, problem.name, case)
+        reason = backend.why_not(problem.name, case)
         if reason:
             done.append({"case": case.name, "not_applicable": reason})
             continue
         t0 = time.perf_counter()
-        image = backend.export(problem.name, case, variant)
+        image = backend.export(problem.name, case)
         done.append({"case": case.name, "build_s": time.perf_counter() - t0, "bytes": len(image)})
     return done
 
@@ -265,7 +264,7 @@ def export_all(args) -> int:
     """Compile-only: every test case of one problem, ahead of time; print one JSON line."""
     problem = problems.get(args.problem)
     tests = [c for c in problem.cases() if c.kind == "test"]
-    result({"cases": export_cases(aot_backend(args.backend, args.variant), args.variant, problem, tests)})
+    result({"cases": export_cases(aot_backend(args.backend, args.variant), problem, tests)})
     return 0
 
 
@@ -286,9 +285,8 @@ def compile_once(args) -> int:
         candidates = [problem.case(args.case)]
     if args.export:
         backend = aot_backend(args.backend, args.variant)
-        module = backends.implementation(backend.name, problem.name)
-        case = next((c for c in candidates if why_not(backend, args.variant, module, problem.name, c) is None), None)
-        done = export_cases(backend, args.variant, problem, [case] if case else [])
+        case = next((c for c in candidates if backend.why_not(problem.name, c) is None), None)
+        done = export_cases(backend, problem, [case] if case else [])
         result({"case": case.name, "build_s": done[0]["build_s"], "first_call_s": None} if case
                else {"not_applicable": "no test case applies"})
         return 0
