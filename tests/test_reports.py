@@ -95,6 +95,17 @@ def test_merged_report_names_its_runs(html_report):
     assert "Merged from these runs" in text and "measured in each of the 2 timed runs: **" in text
 
 
+def test_a_report_comes_with_its_manifest(html_report):
+    """manifest.json: each run's command, dates and commit, the GPUs and driver."""
+    found = json.loads((html_report / "manifest.json").read_text())
+    cute = merge.load(CUTE)
+    run = next(r for r in found["runs"] if r["id"] == cute["run"]["id"])
+    assert run["command"] == "ways " + " ".join(cute["run"]["argv"]) and run["started"] and run["finished"]
+    assert run["commit"] == cute["environment"]["git_commit"]
+    assert found["gpus"][0]["name"].startswith("NVIDIA H100") and found["gpus"][0]["driver"]
+    assert len(found["runs"]) == 2 and found["records"] > 0
+
+
 def test_merged_environment_has_every_runs_commit_and_packages():
     cute, nvrtc = merge.load(CUTE), merge.load(NVRTC)
     env = merge.merge([nvrtc, cute])["environment"]     # the first run had no CuTe DSL installed

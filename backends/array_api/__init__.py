@@ -9,6 +9,7 @@ from backends.base import (Backend, StreamHandle, Unavailable, TorchArrays, cupy
                            torch_stream_context, torch_to_device, torch_to_host)
 
 _TOOL = {"numpy": "numpy", "cupy": "cupy", "torch": "torch"}
+CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION = 16      # cublasMath_t (cublas_api.h); CuPy has no name for it
 
 
 class ArrayAPI(Backend):
@@ -34,8 +35,12 @@ class ArrayAPI(Backend):
             tool.backends.cuda.matmul.allow_tf32 = False
             tool.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
             tool.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
-        if self.variant == "cupy" and tool.cuda.runtime.getDeviceCount() < 1:
-            raise Unavailable("cupy sees no CUDA device")
+        if self.variant == "cupy":
+            if tool.cuda.runtime.getDeviceCount() < 1:
+                raise Unavailable("cupy sees no CUDA device")
+            # The same for CuPy's cuBLAS: no split-K reduction in the 16-bit output type (its default)
+            from cupy_backends.cuda.libs import cublas
+            cublas.setMathMode(tool.cuda.device.get_cublas_handle(), CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
         return tool
 
     def supports(self, case):

@@ -38,14 +38,15 @@ def versions() -> dict[str, str]:
 
 
 def git_commit() -> str:
-    """HEAD (+dirty), or WAYS_GIT_COMMIT where the tree was copied without its .git."""
+    """HEAD (+dirty where code differs from it: committed results under reports/ do not count, a GPU
+    node may get the tree without them), or WAYS_GIT_COMMIT where the tree was copied without its .git."""
     if os.environ.get("WAYS_GIT_COMMIT"):
         return os.environ["WAYS_GIT_COMMIT"]
     try:
         out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
                              text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--",
+                                ".", ":(exclude)reports"], capture_output=True, text=True, timeout=10).stdout.strip()
         return out.stdout.strip() + ("+dirty" if dirty else "") if out.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError):
         return ""

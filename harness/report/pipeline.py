@@ -1,6 +1,8 @@
-"""`ways report`'s pipeline: report.md, figures/, slides/ and the HTML page of one results document."""
+"""`ways report`'s pipeline: report.md, manifest.json, figures/, slides/ and the HTML page of one
+results document."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 
@@ -10,13 +12,14 @@ class NeedsExtra(ImportError):
 
 def write(doc: dict, out: Path, html: bool, slides: bool = False, written: list[Path] | None = None,
           echo: bool = True) -> None:
-    """report.md (printed too where `echo`), figures/, and with `html` index.html, into `out`."""
+    """report.md (printed too where `echo`), manifest.json, figures/, and with `html` index.html, into `out`."""
     from harness.report import markdown
     text = markdown.markdown(doc)
     (out / "report.md").write_text(text + "\n")
+    (out / "manifest.json").write_text(json.dumps(manifest(doc), indent=1) + "\n")
     if echo:
         print(text)
-    written = [out / "report.md", *(written or [])]
+    written = [out / "report.md", out / "manifest.json", *(written or [])]
     try:
         from harness.report import figures
         paths = figures.write_all(doc, out / "figures")
@@ -41,3 +44,21 @@ def write(doc: dict, out: Path, html: bool, slides: bool = False, written: list[
     print(f"\nwritten: {', '.join(str(p) for p in written[:4])}{more}")
     if html:
         print(f"page: {(out / 'index.html').resolve()} (self-contained: open it in a browser)")
+
+
+def manifest(doc: dict) -> dict:
+    """Where a results document comes from: when, which commit, which GPU and driver, what command
+    (each run's, where several were merged)."""
+    runs = doc["run"].get("merged_from") or [doc["run"]]
+    env = doc.get("environment") or {}
+    return {
+        "runs": [{"id": r.get("id"), "started": r.get("started"), "finished": r.get("finished"),
+                  "complete": r.get("complete"), "command": "ways " + " ".join(r.get("argv") or []),
+                  "commit": r.get("commit", env.get("git_commit")), "gpu": r.get("gpu")} for r in runs],
+        "commit": env.get("git_commit"),
+        "gpus": [{k: g.get(k) for k in ("name", "uuid", "driver", "driver_cuda", "max_sm_clock_mhz")}
+                 for g in env.get("gpus") or []],
+        "gpu_state_before": env.get("gpu_state_before"), "gpu_state_after": env.get("gpu_state_after"),
+        "python": env.get("python"), "versions": env.get("versions"),
+        "records": len(doc["records"]),
+    }

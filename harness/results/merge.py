@@ -76,7 +76,8 @@ def merge(docs: list[dict], names: list[str] | None = None) -> dict:
             if key not in kept or _rank(r) >= _rank(kept[key]):
                 kept[key] = r
         crosscheck += [{**x, "source": source} for x in doc.get("crosscheck") or []]
-    runs = [{"id": d["run"]["id"], "file": n, "started": d["run"].get("started"), "gpu": gpu_name(d),
+    runs = [{"id": d["run"]["id"], "file": n, "started": d["run"].get("started"), "finished": d["run"].get("finished"),
+             "argv": d["run"].get("argv"), "gpu": gpu_name(d),
              "commit": (d.get("environment") or {}).get("git_commit"), "complete": d["run"].get("complete")}
             for d, n in zip(docs, names, strict=True)]
     digest = hashlib.sha1(json.dumps([r["id"] for r in runs]).encode()).hexdigest()[:12]

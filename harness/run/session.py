@@ -36,9 +36,18 @@ class Session:
             self.device = open_device(kind)
             self.stream = self.backend.stream(self.device.handle)
 
+    # how the checks share the GPU with other workers (harness/schedule/): the only three ways they do
     def gpu_work(self, alone: bool = False):
         """This variant's hold of the GPU for one step (gpu_hold)."""
         return gpu_hold(self.device.kind, alone)
+
+    def cpu_work(self):
+        """A CPU-only step inside a GPU step: a waiting timer may have the GPU meanwhile."""
+        return LOCK.released()
+
+    def step_done(self) -> None:
+        """Between GPU steps: where a timer waits, finish this process's GPU work and let it in."""
+        LOCK.let_timers_in(self.device.sync)
 
     def why_not(self, problem: str, case: Case) -> str | None:
         return self.backend.why_not(problem, case)
@@ -56,7 +65,7 @@ class Session:
             self.device.sync()
             # time spent waiting for another worker's timing (compiling() released the GPU) is not build time
             build_s = time.perf_counter() - t0 - (PHASES.seconds.get(WAIT_PHASE, 0.0) - waited)
-        LOCK.let_timers_in(self.device.sync)
+        self.step_done()
         # the tool's compile (compiling()) and an autotuner's timing (timing_kernels()), apart
         parts = {name: step.seconds - steps0[name] for name, step in BUILD_STEPS.items()
                  if step.seconds > steps0[name]}
@@ -64,7 +73,7 @@ class Session:
 
     def arrays(self, problem, case: Case, seed: int, cache: Path | None = None):
         """Fresh inputs (host and device), poisoned outputs and the reference, nothing built."""
-        with PHASES("inputs and float64 references"), LOCK.released():     # CPU only: others may time meanwhile
+        with PHASES("inputs and float64 references"), self.cpu_work():     # CPU only: others may time meanwhile
             host_inputs, ref = case_data(problem, case, seed, cache)
             # made here, not in the upload's hold: a 2^28-element case's NaNs take seconds of CPU
             poisoned = {name: (poison(shape, dt), dt) for name, (shape, dt) in problem.output_spec(case).items()}
@@ -79,7 +88,7 @@ class Session:
         """One array to the device; a waiting timer may have the GPU before the next (let_timers_in
         synchronizes first, so only then)."""
         array = self.backend.to_device(host, dtype)
-        LOCK.let_timers_in(self.device.sync)
+        self.step_done()
         return array
 
     def call(self, run, outputs: dict) -> tuple[dict, float]:
@@ -91,19 +100,19 @@ class Session:
             returned = run()
             self.device.sync()
             elapsed = time.perf_counter() - t0
-        LOCK.let_timers_in(self.device.sync)
+        self.step_done()
         return (returned if returned is not None else outputs), elapsed
 
     def negate_inputs(self, problem, case: Case, b: Built) -> dict:
         """Write the negated inputs into the arrays `b.run` was built on; their reference."""
-        with LOCK.released():
+        with self.cpu_work():
             host, ref = problem.negated(case, b.host_inputs, b.ref)
         with PHASES("uploads"):
             self.device.sync()
             for name in problem.linear_inputs:
                 self.backend.overwrite(b.inputs[name], host[name], case.dtype)
             self.device.sync()
-        LOCK.let_timers_in(self.device.sync)
+        self.step_done()
         b.host_inputs, b.ref = host, ref
         return ref
 
@@ -112,7 +121,7 @@ class Session:
         """None, or which input arrays a call modified (an implementation must leave them be)."""
         now = {name: self._download(dev) for name, dev in b.inputs.items()
                if isinstance(b.host_inputs[name], np.ndarray)}
-        with LOCK.released():
+        with self.cpu_work():
             changed = [f"{name!r} ({int(np.sum(a != b.host_inputs[name]))} elements)" for name, a in now.items()
                        if not np.array_equal(a, b.host_inputs[name])]
         return f"run() modified its input {', '.join(changed)}" if changed else None
@@ -124,7 +133,7 @@ class Session:
         """One array to the host; a waiting timer may have the GPU before the next (a 2^28-element
         case's downloads take seconds)."""
         host = self.backend.to_host(array)
-        LOCK.let_timers_in(self.device.sync)
+        self.step_done()
         return host
 
 
@@ -191,7 +200,7 @@ def checked(s: Session, problem, case: Case, rec: dict, got: dict, ref: dict, wh
     None; else keep the worst errors, mark it ok and return the outputs on the host."""
     host = s.fetch(got)
     try:
-        with LOCK.released():          # the comparison is CPU work: another worker may time meanwhile
+        with s.cpu_work():             # the comparison is CPU work: another worker may time meanwhile
             res = problem.check(host, ref, case)
     except CheckError as bad:
         rec.update(status="wrong", error=f"{when}: {bad}",
