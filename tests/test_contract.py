@@ -97,3 +97,24 @@ def test_a_bound_backend_stands_for_one_variant(tmp_path, monkeypatch):
     big = problems.get("elementwise").case("1048579-float32")
     assert fast.why_not("elementwise", big) == "toy fast: n up to 100000"
     assert backends.get("toy").why_not("elementwise", big) is None
+
+
+def test_every_backend_answers_the_planners_questions_bound_to_each_variant():
+    """What the parent process asks of each `name[variant]`, without importing the tool: no method
+    takes a variant, and none mistakes the bound object for something else."""
+    for name in backends.names():
+        for variant in backends.variants(name):
+            b = backends.get(name, variant)
+            assert b.variant == variant and b.label() == backends.label(name, variant)
+            assert b.device() in ("cuda", "cpu") and isinstance(b.modules(), tuple)
+            ok, why = b.available()
+            assert ok or why
+            for problem in backends.problems_of(name):
+                if variant not in b.variants_of(problem):
+                    continue
+                case = problems.get(problem).cases()[0]
+                assert b.first_build_s(problem) > 0 and isinstance(b.build_times_kernels(problem), bool)
+                b.build_key(problem, case)
+                assert b.supports(case) is None or isinstance(b.supports(case), str)
+            if hasattr(b, "warp_device"):
+                assert b.warp_device() == ("cpu" if variant == "cpu" else "cuda:0")

@@ -66,7 +66,6 @@ class WarpTiles(Backend):
             return None
         return wp.Stream(self.warp_device(), cuda_stream=handle)
 
-    @staticmethod
     def warp_device(self):
         return "cpu" if self.variant == "cpu" else "cuda:0"
 
