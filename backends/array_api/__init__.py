@@ -2,6 +2,7 @@
 import contextlib
 import functools
 import importlib
+import math
 
 import numpy as np
 
@@ -9,6 +10,7 @@ from backends.base import (Backend, StreamHandle, Unavailable, TorchArrays, cupy
                            torch_stream_context, torch_to_device, torch_to_host)
 
 _TOOL = {"numpy": "numpy", "cupy": "cupy", "torch": "torch"}
+NUMPY_FP16_MACS = 2**25      # beyond it a NumPy float16 product takes minutes
 CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION = 16      # cublasMath_t (cublas_api.h); CuPy has no name for it
 
 
@@ -48,6 +50,9 @@ class ArrayAPI(Backend):
             return "NumPy has no bfloat16"
         if case.dtype == "bfloat16" and self.variant == "cupy" and _cupy_bfloat16() is None:
             return "this CuPy has no bfloat16 dtype"
+        if (self.variant == "numpy" and case.dtype == "float16" and "K" in case.shape      # a product over K
+                and math.prod(case.shape.values()) > NUMPY_FP16_MACS):
+            return "NumPy's float16 matmul has no BLAS path (about 0.1 GFLOP/s)"
         return None
 
     def to_device(self, a, dtype):
