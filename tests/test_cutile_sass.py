@@ -1,4 +1,4 @@
-"""The claim behind cuTile's IEEE fp32 GEMM row (reports/h100/cutile/), rechecked from the compiler
+"""The claim behind cuTile's IEEE fp32 GEMM row (reports/evidence/cutile/), rechecked from the compiler
 without a GPU: ct.mma on float32 compiles to FMUL + FADD and no FFMA, while the 16-bit GEMM and the
 tf32x3 variant use the tensor cores (HGMMA). A newer cuTile that fused them would fail this test, and
 the row's explanation would need another look."""

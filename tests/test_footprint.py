@@ -18,7 +18,7 @@ def test_footprint_of_the_cpu_extra_reaches_the_scorecard(tmp_path):
     assert {"array-api-compat", "numpy"} <= names and "ways" not in names
     assert all("licence" in p for p in measured["resolved"])           # what pip's report says (often blank)
     assert measured["packages"] == len(measured["resolved"])
-    doc = json.loads((ROOT / "reports/h100/full_control/nvrtc/results.json").read_text())
+    doc = json.loads((ROOT / "tests/fixtures/results/nvrtc-h100.json").read_text())
     doc["footprint"] = {"extras": {"cpu": measured}}
     numpy_rows = [r for r in doc["records"] if r["backend"] == "array_api" and r["variant"] == "numpy"]
     if not numpy_rows:                           # give the document a NumPy row to score
@@ -33,10 +33,10 @@ def test_footprint_of_the_cpu_extra_reaches_the_scorecard(tmp_path):
 def test_recorded_installed_size_and_not_applicable_reasons_reach_the_scorecard():
     """The committed footprint (tools/footprint.py --install for the extras small enough to install)
     gives the installed size; the not-applicable reasons of the records say what a tool does not take."""
-    recorded = json.loads((ROOT / "reports/footprint/linux-x86_64-cp311.json").read_text())
+    recorded = json.loads((ROOT / "reports/evidence/footprint/linux-x86_64-cp311.json").read_text())
     installed = {e: v["installed_bytes"] for e, v in recorded["extras"].items() if v.get("installed_bytes")}
     assert installed, "no extra's installed size recorded"
-    doc = json.loads((ROOT / "reports/h100/full/results.json").read_text())
+    doc = json.loads((ROOT / "reports/h100/results.json").read_text())
     doc["footprint"] = recorded
     rows = {r["implementation"]: r for r in scorecard.rows(doc)}
     assert rows["nvrtc"]["installed MB"] == installed["nvrtc"] / 1e6
@@ -52,8 +52,8 @@ def test_min_driver_cuda_is_read_from_the_extras_packages():
     assert scorecard.cuda_from_packages([{"name": "cupy-cuda13x", "version": "14.2.0"},
                                          {"name": "cuda-bindings", "version": "12.9.0"}]) == "13 (cupy-cuda13x)"
     assert scorecard.cuda_from_packages([{"name": "cuda-bindings", "version": "13.5.0"}]) == "13 (cuda-bindings 13.5.0)"
-    recorded = json.loads((ROOT / "reports/footprint/linux-x86_64-cp311.json").read_text())
-    doc = json.loads((ROOT / "reports/h100/full/results.json").read_text())
+    recorded = json.loads((ROOT / "reports/evidence/footprint/linux-x86_64-cp311.json").read_text())
+    doc = json.loads((ROOT / "reports/h100/results.json").read_text())
     doc["footprint"] = recorded
     rows = {r["implementation"]: r for r in scorecard.rows(doc)}
     assert rows["array_api[cupy]"]["min driver CUDA"] == "13 (cupy-cuda13x)"

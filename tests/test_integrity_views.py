@@ -13,7 +13,7 @@ from harness.report.terminal import print_summary
 from harness.results import records
 from tests.conftest import ROOT
 
-NVRTC = ROOT / "reports/h100/full_control/nvrtc/results.json"
+NVRTC = ROOT / "tests/fixtures/results/nvrtc-h100.json"
 CASE = "268435456-float32"
 
 

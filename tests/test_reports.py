@@ -12,8 +12,8 @@ from harness.results import compare, merge
 from tests.conftest import ROOT
 from tests.test_cli import ways
 
-CUTE = ROOT / "reports/h100/full_control/cute_dsl/results.json"
-NVRTC = ROOT / "reports/h100/full_control/nvrtc/results.json"
+CUTE = ROOT / "tests/fixtures/results/cute_dsl-h100.json"
+NVRTC = ROOT / "tests/fixtures/results/nvrtc-h100.json"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 

@@ -34,7 +34,7 @@ def test_report_writes_the_verdict_into_a_readme(tmp_path):
     from tests.test_cli import ways
     readme = tmp_path / "README.md"
     readme.write_text("# x\n")
-    src = ROOT / "reports/h100/faults/full-run/results.json"
+    src = ROOT / "reports/h100/results.json"
     r = ways("report", str(src), "--out", str(tmp_path / "rep"), "--readme", str(readme))
     assert r.returncode == 0, r.stderr
     found = verdict.in_readme(readme.read_text())
@@ -45,7 +45,7 @@ def test_the_page_leads_with_the_same_verdict():
     import pytest
     pytest.importorskip("pygments", reason="the page needs pygments (pip install '.[report]')")
     from harness.report import page
-    doc = json.loads((ROOT / "reports/h100/faults/full-run/results.json").read_text())
+    doc = json.loads((ROOT / "reports/h100/results.json").read_text())
     html = page.render(doc, [])
     assert html.index("<h2 id=verdict>Verdict</h2>") < html.index("<h2>Environment</h2>")
     for problem, shows, cells in verdict.tables(doc):

@@ -2,7 +2,7 @@
 tools/nvmath_sweep.py and tools/knob_sweep.py write): one table per problem and case, fastest first, each row naming the
 sweep it came from (and its variant and build time where the sweep recorded them).
 
-    python -m tools.sweep_table reports/h100/warp_tiles/sweeps/*.json
+    python -m tools.sweep_table reports/evidence/warp-tiles/sweeps/*.json
 """
 from __future__ import annotations
 

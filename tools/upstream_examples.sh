@@ -1,7 +1,7 @@
 #!/bin/bash
 # Each tool's own example or benchmark for the lab's operation, its code imported from a
 # checkout in the ignored .upstream/ (never copied into the lab; only the figures are committed, in
-# reports/h100/ceilings.md). Fetch here, carry .upstream/<name> to the GPU node, run there after
+# reports/evidence/ceilings/README.md). Fetch here, carry .upstream/<name> to the GPU node, run there after
 # `source /tmp/gpu-site/env.sh` (cuTile also needs its site: CUTILE_SITE, default /tmp/cutile-site):
 #
 #   git -C <NVIDIA/cutile-python> archive 9c3ee3ccc504f18bbabf55b0d3e6d398bb21ecc4 samples test \

@@ -9,7 +9,7 @@ same way in the same process: cuBLAS (torch.matmul) for GEMM, a 1 GiB device cop
 Writes DIR/sweep.json as it goes and prints a table per case, best first. The winners go into
 the BEST tables of backends/warp_tiles by hand; `python -m tools.sweep_table` turns sweep.json
 files into the report's tables. The candidates are those the kernels still take: plans that
-lost and were removed are in the committed sweeps (reports/h100/warp_tiles/sweeps/).
+lost and were removed are in the committed sweeps (reports/evidence/warp-tiles/sweeps/).
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ ConstInt, ConstBool = ct.Constant[int], ct.Constant[bool]
 # 16-bit: 128x256 tiles with two consumer warpgroups (num_worker_warps=8, CUTLASS's "cooperative" shape)
 # and prefetch depth 8: 99.6% (bf16) / 101.8% (fp16) of cuBLAS at 8192^3 on the H100, against 80.6 / 86.0%
 # for the 128x128 tiles before; float32 IEEE: 64x64x16, 11.1% of cuBLAS at 4096^3 (32x32x32: 6.0%);
-# tf32x3: 128x64x32, 97.4% (reports/h100/cutile/)
+# tf32x3: 128x64x32, 97.4% (reports/evidence/cutile/)
 TILE = {"bfloat16": (128, 256, 64), "float16": (128, 256, 64), "float32": (64, 64, 16)}
 HINTS = {"bfloat16": {"num_worker_warps": 8}, "float16": {"num_worker_warps": 8}, "float32": {}}
 PERSISTENT = {"bfloat16": False, "float16": False, "float32": False}

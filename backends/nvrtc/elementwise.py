@@ -75,7 +75,7 @@ class Plan(NamedTuple):
     per_sm: int = 8     # stride: blocks an SM
 
 
-# tools/knob_sweep.py on the H100 (reports/h100/hopper-gemm/sweeps/): fp32 98.8% of the copy (grid-stride
+# tools/knob_sweep.py on the H100 (reports/evidence/hopper-gemm/sweeps/): fp32 98.8% of the copy (grid-stride
 # 95.1-96.9%), fp16 98.3%; all chunk shapes within 1.5% of each other
 BEST = {"float32": Plan("chunks", 128, 8), "float16": Plan("chunks", 512, 8), "bfloat16": Plan("chunks", 512, 8)}
 

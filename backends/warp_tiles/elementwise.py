@@ -21,7 +21,7 @@ class Plan(NamedTuple):
     block_dim: int
 
 
-# measured on an H100 by tools/warp_tiles_sweep.py (reports/h100/warp_tiles/README.md): 16-bit types
+# measured on an H100 by tools/warp_tiles_sweep.py (reports/evidence/warp-tiles/README.md): 16-bit types
 # need the 2-D shared-memory tiles, whose loads and stores Warp vectorizes to 16 bytes
 BEST = {"float32": Plan(0, 2048, 256), "float16": Plan(256, 2048, 64), "bfloat16": Plan(256, 2048, 64)}
 

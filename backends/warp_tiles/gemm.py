@@ -7,7 +7,7 @@ here). tile_matmul keeps its accumulator in shared memory either way, so every K
 writes the (TILE_M x TILE_N) float32 tile there. tile_load reads zeros past the edges, so any
 shape works; bfloat16 tiles need the module's backward pass off. Register-prefetched tiles (the
 pipelined benchmark's other kernel) and unchecked aligned loads were measured and lost
-(reports/h100/warp_tiles/README.md)."""
+(reports/evidence/warp-tiles/README.md)."""
 import functools
 from typing import NamedTuple
 
@@ -25,7 +25,7 @@ class Tiles(NamedTuple):
     mathdx: bool = True    # tile_matmul through cuBLASDx, or Warp's scalar GEMM
 
 
-# measured on an H100 by tools/warp_tiles_sweep.py (reports/h100/warp_tiles/README.md): 16-bit
+# measured on an H100 by tools/warp_tiles_sweep.py (reports/evidence/warp-tiles/README.md): 16-bit
 # GEMMs are fastest with the deepest K step that fits shared memory (fewest trips through the
 # accumulator), fp32 with Warp's scalar GEMM, which beat cuBLASDx's SIMT one there
 BEST = {"float32": Tiles(64, 64, 32, 128, mathdx=False),

@@ -9,7 +9,7 @@
 - "loop": a block sums `rows` short rows one after another, each a single (1 x cols) register
   tile reduced with tile_sum, the next row's load issued before the current row's sum.
 Which plan a case gets is measured (BEST); plans that lost (register tiles without prefetch,
-several rows a tile with tile_sum(axis=1)) are in reports/h100/warp_tiles/README.md."""
+several rows a tile with tile_sum(axis=1)) are in reports/evidence/warp-tiles/README.md."""
 import functools
 from typing import NamedTuple
 
@@ -27,7 +27,7 @@ class Plan(NamedTuple):
     block_dim: int
 
 
-# measured on an H100 by tools/warp_tiles_sweep.py (reports/h100/warp_tiles/README.md): rows of at
+# measured on an H100 by tools/warp_tiles_sweep.py (reports/evidence/warp-tiles/README.md): rows of at
 # least LONG columns take BEST["long", item size], shorter ones BEST["short"]
 LONG = 4096
 BEST = {("long", 4): Plan("prefetch", 1, 4096, 256), ("long", 2): Plan("shared", 1, 4096, 128),

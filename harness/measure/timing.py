@@ -15,12 +15,12 @@ That settling is the warm-up, and the sustained window follows it directly (on_g
 Method (both GPU engines): the warm-up and the sustained window first; cold samples each follow an
 L2 flush (a memset of twice the L2 size, outside the timed window); sampling stops once the relative
 standard deviation is under `max_noise` after `min_samples` and `min_time` of accumulated device
-time, or at `timeout` (which one is recorded); samples taken while the SM clock is under 75% of its
-maximum are dropped (nvbench's default), so the cold figure is that of a GPU not held at its power
-limit, the sustained one that of a GPU at it. Measured on the H100 (reports/h100/fast-run-2): at 50%
-the 8192^3 bf16 GEMMs' cold samples ran at ~1,375 MHz instead of ~1,560 and their cold medians rose
-12-15%, to the sustained figures; so 75% stays, though the fastest fp16 GEMMs may then keep no cold
-sample.
+time, or at `timeout` (which one is recorded); samples taken while the SM clock is under
+THROTTLE_FRACTION of its maximum are dropped, and a row whose cold samples ran under LOW_CLOCK_FRACTION
+keeps its figure flagged `low clock` with the clock beside it: the 8192^3 16-bit GEMMs run at the power
+limit from their first millisecond (about 1,375 MHz of 1,980 on the H100, their cold medians then
+12-15% above an unthrottled GPU's, near the sustained figures), cuBLAS's rows among them, so they are
+compared like with like and none is left without a figure.
 """
 from __future__ import annotations
 
