@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import signal
 import sys
 from pathlib import Path
 
-import backends
 import problems
 from harness.measure import env
 from harness.report.pipeline import NeedsExtra
@@ -61,50 +61,14 @@ def writable_dir(path: str) -> Path:
 
 
 def cmd_list(args) -> int:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-    console = Console()
-    names = problems.names()
-    table = Table(title="problems x backends (✓ runs here, ✗ unavailable, · no implementation)")
-    table.add_column("backend")
-    for p in names:
-        table.add_column(p, justify="center")
-    reasons = {}
-    for b in backends.names():
-        have = {p: backends.get(b).variants_of(p) for p in backends.problems_of(b)}
-        for v in backends.variants(b):
-            backend = backends.get(b, v)
-            ok, why = backend.available()
-            if not ok:
-                reasons[backend.label()] = why
-            table.add_row(escape(backend.label()),
-                          *[("✓" if ok else "✗") if v in have.get(p, ()) else "·" for p in names])
-    console.print(table)
-    for label, why in reasons.items():
-        console.print(escape(f"  {label}: {why}"))
+    from harness.report import terminal
+    terminal.print_inventory()
     return 0
 
 
 def cmd_env(args) -> int:
-    from harness.measure import env
-    info = env.collect()
-    print(f"python   {info['python']} ({info['platform']})")
-    print(f"commit   {info['git_commit'] or '?'}")
-    if info["gpus"]:
-        for g in info["gpus"]:
-            print(f"gpu      {g['name']} (cc {g['compute_capability']}, {g['memory_mib']} MiB), driver "
-                  f"{g['driver']} (CUDA {g['driver_cuda']}), max clocks SM {g['max_sm_clock_mhz']} MHz, "
-                  f"memory {g['max_mem_clock_mhz']} MHz")
-    else:
-        print("gpu      none found (nvidia-smi lists no GPU)")
-    for name, version in info["versions"].items():
-        print(f"package  {name} {version}")
-    for b in backends.names():
-        for v in backends.variants(b):
-            backend = backends.get(b, v)
-            ok, why = backend.available()
-            print(f"backend  {backend.label():22s} {'available' if ok else 'unavailable: ' + why}")
+    from harness.report import terminal
+    terminal.print_environment()
     return 0
 
 
@@ -354,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="Markdown summary, figures (and --html a page) of results.json files")
     rep.add_argument("results", nargs="+", help="one results.json, or several to merge (e.g. several GPUs)")
     rep.add_argument("--html", action="store_true", help="also write one self-contained index.html")
-    rep.add_argument("--footprint", help="install footprints from tools/footprint.py for the scorecard")
+    rep.add_argument("--footprint", help="install footprints from `ways footprint` for the scorecard")
     rep.add_argument("--slides", action="store_true",
                      help="also write slides/<problem>.png and .svg: every source side by side, 16:9")
     rep.add_argument("--out", help="where report.md, figures/ and index.html go (default: beside the first results)")
@@ -367,7 +331,20 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--threshold", type=float, default=0.05,
                      help="relative slowdown that counts as a regression (exit status 1), default 0.05")
     cmp.set_defaults(fn=cmd_compare)
+    for name, (module, what) in MEASUREMENTS.items():     # each module declares its arguments and runs itself
+        m = importlib.import_module(module)
+        parser = sub.add_parser(name, help=what, description=m.__doc__.split("\n\n")[0])
+        m.add_arguments(parser)
+        parser.set_defaults(fn=m.main)
     return ap
+
+
+# measurements besides a run, which a contributor repeats: `ways NAME --help`
+MEASUREMENTS = {
+    "footprint": ("harness.report.footprint", "each backend extra's install footprint, from pip's resolver"),
+    "timer-check": ("harness.run.timer_check", "the lab's timing against triton's do_bench on one implementation"),
+    "compile-table": ("harness.run.compile_table", "cold and warm compile of one GEMM per implementation, fresh"),
+}
 
 
 def main(argv=None) -> int:

@@ -6,7 +6,7 @@ import importlib.metadata
 
 import pytest
 
-from tools import cutile_sass
+from experiments.cutile_sass import sass as cutile_sass
 
 
 def _have_compiler() -> str | None:

@@ -8,7 +8,7 @@ from tests.conftest import ROOT
 
 LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "tools" / "README.md",
-        *sorted((ROOT / "reports").rglob("README.md"))]
+        *sorted((ROOT / "reports").rglob("README.md")), *sorted((ROOT / "experiments").rglob("README.md"))]
 CANONICAL = sorted(p.parent for p in (ROOT / "reports").glob("*/manifest.json"))
 
 

@@ -1,4 +1,4 @@
-"""The scorecard's install footprint comes from pip's resolver: tools/footprint.py resolves a small
+"""The scorecard's install footprint comes from pip's resolver: `ways footprint` resolves a small
 extra in a fresh virtual environment, and the scorecard shows what it measured."""
 import json
 
@@ -9,7 +9,7 @@ from tests.conftest import ROOT
 
 
 def test_footprint_of_the_cpu_extra_reaches_the_scorecard(tmp_path):
-    from tools import footprint
+    from harness.report import footprint
     try:
         measured = footprint.footprint("cpu", install=False)
     except Exception as exc:                     # no index reachable: nothing to measure
@@ -31,7 +31,7 @@ def test_footprint_of_the_cpu_extra_reaches_the_scorecard(tmp_path):
 
 
 def test_recorded_installed_size_and_not_applicable_reasons_reach_the_scorecard():
-    """The committed footprint (tools/footprint.py --install for the extras small enough to install)
+    """The committed footprint (`ways footprint` --install for the extras small enough to install)
     gives the installed size; the not-applicable reasons of the records say what a tool does not take."""
     recorded = json.loads((ROOT / "reports/evidence/footprint/linux-x86_64-cp311.json").read_text())
     installed = {e: v["installed_bytes"] for e, v in recorded["extras"].items() if v.get("installed_bytes")}
@@ -72,6 +72,6 @@ def test_a_licence_not_installed_here_is_read_from_the_extras_resolution():
 def test_installed_licences_are_read_from_the_environments_metadata():
     import sys
 
-    from tools import footprint
+    from harness.report import footprint
     found = footprint.installed_licences(sys.executable)       # this environment: pytest is installed in it
     assert "MIT" in found.get("pytest", "")

@@ -34,7 +34,7 @@ def test_descriptor_bytes():
 
 def test_nvcc_program_is_the_nvrtc_one_plus_the_host_adapter():
     pytest.importorskip("cutlass_library")
-    from tools.cutlass_nvcc import HOST, nvcc_command, source
+    from experiments.cutlass_nvcc.build import HOST, nvcc_command, source
     text = source("bfloat16", cutlass_gemm.CONFIG)
     assert text.startswith(cutlass_gemm.SOURCE) and text.endswith(HOST)
     assert "#define LAB_T cutlass::bfloat16_t" in text and "#define LAB_CONFIG 128, 256, 64, 2, 1" in text

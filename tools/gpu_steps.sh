@@ -46,9 +46,9 @@ for step in "$@"; do
         run_ways -b "nvrtc[cutlass]" --cases all --compile-repeats 1 --timeout 200 --out "$OUT/$step/part"
       else echo "step $step: the quick run failed: part skipped"; fi ;;
     cutlass-nvcc)     # the nvcc column (CUTLASS's own host code), fresh nvcc processes
-      python -m tools.cutlass_nvcc --repeats 3 --out "$OUT/$step" ;;
+      python -m experiments.cutlass_nvcc.build --repeats 3 --out "$OUT/$step" ;;
     cutlass-compile)  # the talk's table, NVRTC side: fresh processes, 8192^3 bf16
-      python -m tools.compile_table --impl "nvrtc[cutlass]" --repeats ${REPEATS:-3} --out "$OUT/$step" ;;
+      ways compile-table --impl "nvrtc[cutlass]" --repeats ${REPEATS:-3} --out "$OUT/$step" ;;
     upstream-cccl)    # cuda.compute's own segmented-reduce benchmark alone
       bash tools/upstream_examples.sh "$OUT/$step" cccl ;;
     numba-cccl)       # numba_simt packed loads, cuda_compute short rows (the full-run part)
@@ -64,7 +64,7 @@ for step in "$@"; do
     upstream)         # the tools' own examples for the same operations (.upstream/ carried)
       bash tools/upstream_examples.sh "$OUT/$step" cutile cccl numba ;;
     new-ways)         # the DLPack stream probe, then JAX Pallas and Helion (fixed configs) on every case
-      timeout 120 python -m tools.jax_stream_probe 2>&1 | tee "$OUT/$step/jax_stream_probe.txt"
+      timeout 120 python -m experiments.jax_stream.probe 2>&1 | tee "$OUT/$step/jax_stream_probe.txt"
       run_ways -b jax_pallas -b "helion[fixed]" --cases all --compile-repeats 1 --timeout 200 --out "$OUT/$step/part" ;;
     new-ways-b)       # the CUTLASS Operator API (both variants) and TileLang (its own site) on every case
       WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} run_ways -b cutlass_ops -b tilelang --cases all \
@@ -88,7 +88,7 @@ for step in "$@"; do
       run_ways -b triton -b numba_simt -b "array_api[cupy]" --cases test --no-compile --jobs 3 --out "$OUT/$step/run" ;;
     context-probe)    # does another process opening a CUDA context stretch a kernel being timed?
       for n in 268435456 1048576; do
-        timeout 120 python -m tools.context_probe --n $n --out "$OUT/$step/context-$n.json" 2>&1 | tee -a "$OUT/$step/probe.txt"
+        timeout 120 python -m experiments.context_probe.probe --n $n --out "$OUT/$step/context-$n.json" 2>&1 | tee -a "$OUT/$step/probe.txt"
       done ;;
     serial-quick)     # the demo's selection the old, serial way (one worker at a time, no compile-time
                       # processes): the reference `ways compare` judges the full-jobs run's timed rows against
@@ -112,8 +112,8 @@ for step in "$@"; do
       python -m harness compare "$OUT/$step/one-a/results.json" "$OUT/$step/lanes/results.json" \
         | tee "$OUT/$step/compare-one-vs-lanes.md" ;;
     profile)          # the host side of a bench case piece by piece, then where a short run's time goes
-      timeout 60 python -m tools.host_side_probe --out "$OUT/$step/host-elementwise.json"
-      timeout 60 python -m tools.host_side_probe --problem gemm --case 8192x8192x8192-bfloat16 \
+      timeout 60 python -m experiments.host_side.probe --out "$OUT/$step/host-elementwise.json"
+      timeout 60 python -m experiments.host_side.probe --problem gemm --case 8192x8192x8192-bfloat16 \
         --out "$OUT/$step/host-gemm.json"
       run_ways -b "array_api[torch]" -b triton -b "nvrtc[]" --cases bench --no-compile --jobs 3 --out "$OUT/$step/run" ;;
     demo)             # what `make demo` runs on a GPU (--quick, 6 jobs), then its page

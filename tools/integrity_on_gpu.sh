@@ -3,7 +3,7 @@
 # call so each fits a 10-minute limit. Runs go to /tmp/ways-<step>; the files worth keeping are
 # copied to $OUT/<step> (the node's tool returns at most 8 files a call).
 #   bash tools/integrity_on_gpu.sh fixtures     # GPU tests (side-stream uploads, cheats, both modes) and
-#                                               # tools/method_crosscheck.py (the test of the same name runs it)
+#                                               # `ways timer-check` (the test of the same name runs it)
 #   bash tools/integrity_on_gpu.sh tests NAME -b B...   # these backends' test cases with the new checks
 #   bash tools/integrity_on_gpu.sh bench NAME -b B...   # both timing modes on the headline bench cases
 set -uo pipefail
@@ -21,7 +21,7 @@ case $step in
   fixtures)
     python -m pytest -q -rA tests/test_gpu.py -p no:cacheprovider 2>&1 \
       | tee "$out/pytest.txt" | tail -40
-    python -m tools.method_crosscheck --out "$run/method-crosscheck" 2>&1 | tail -8
+    ways timer-check --out "$run/method-crosscheck" 2>&1 | tail -8
     cp "$run"/method-crosscheck/crosscheck.{json,md} "$out/" ;;
   tests)
     python -m harness run --cases test --no-compile --timeout 300 --out "$run" "$@" 2>&1 | tail -60

@@ -119,7 +119,7 @@ template <class Copy, class G> void describe(Copy const& copy, G const& gtensor,
     t.dims[i] = shape[i], t.strides[i] = stride[i] * sizeof_bits_v<V> / 8, t.box[i] = box[i], t.elem_strides[i] = 1;
 }
 
-template <class Kernel, class T>   // the GEMM's Arguments, as a CUTLASS user writes them (tools/cutlass_nvcc.py too)
+template <class Kernel, class T>   // the GEMM's Arguments, as a CUTLASS user writes them (and the nvcc experiment)
 typename Kernel::Arguments arguments(int M, int N, int K, T const* A, T const* B, T* D, int sm_count) {
   typename Kernel::Arguments args{};
   args.mode = cutlass::gemm::GemmUniversalMode::kGemm, args.problem_shape = {M, N, K, 1};

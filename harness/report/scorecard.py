@@ -4,7 +4,7 @@ the dtypes it passed, import time in the cold compile processes) or read from th
 packages (ahead-of-time target, minimum compute capability, licence; the CUDA release its extra's
 packages are built for, which the driver must support, from pip's resolution where recorded),
 never typed in; with `ways report --footprint FILE`, each extra's download size and package count
-as tools/footprint.py measured them with pip's resolver."""
+as `ways footprint` measured them with pip's resolver."""
 from __future__ import annotations
 
 import importlib.metadata
@@ -17,7 +17,7 @@ from harness.results.records import counts, impl_label
 
 def licence(distribution: str, resolved: list[dict] = ()) -> str:
     """The licence a distribution declares: installed here, else as pip's resolution of its extra
-    read it (tools/footprint.py, `resolved`); "" where neither has it."""
+    read it (`ways footprint`, `resolved`); "" where neither has it."""
     try:
         meta = importlib.metadata.metadata(distribution)
     except importlib.metadata.PackageNotFoundError:
@@ -133,7 +133,7 @@ NOTE = ("Per implementation: best % of peak (cold) per problem (and per GPU, whe
         "and what the backend declares; the licence is read from the packages installed where this report was made, "
         "else from its extra's footprint (blank: neither); install MB (download) and packages: pip's resolution of "
         "the backend's extra, installed MB: the same installed in a fresh environment and measured on disk "
-        "(tools/footprint.py, given with --footprint; they include the lab's own few dependencies; blank: not "
+        "(`ways footprint`, given with --footprint; they include the lab's own few dependencies; blank: not "
         "measured); not applicable: the reasons its cases gave (the dtypes and shapes it does not take); min driver "
         "CUDA: the newest CUDA major among the extra's resolved packages (named by the package that says so; "
         "\"(declared)\": no package names one, or no resolution recorded: the backend's own figure); min cc: what "

@@ -96,3 +96,54 @@ def cost_line(c: dict) -> str:
     if c["no_cold_sample"]:
         line += f"; {c['no_cold_sample']} row(s) sampled {c['no_cold_sample_s']:.0f} s cold and kept no sample"
     return line
+
+
+def print_inventory() -> None:
+    """`ways list`: problems x backends, each variant available here or why not."""
+    import backends
+    import problems
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+    console = Console()
+    names = problems.names()
+    table = Table(title="problems x backends (✓ runs here, ✗ unavailable, · no implementation)")
+    table.add_column("backend")
+    for p in names:
+        table.add_column(p, justify="center")
+    reasons = {}
+    for b in backends.names():
+        have = {p: backends.get(b).variants_of(p) for p in backends.problems_of(b)}
+        for v in backends.variants(b):
+            backend = backends.get(b, v)
+            ok, why = backend.available()
+            if not ok:
+                reasons[backend.label()] = why
+            table.add_row(escape(backend.label()),
+                          *[("✓" if ok else "✗") if v in have.get(p, ()) else "·" for p in names])
+    console.print(table)
+    for label, why in reasons.items():
+        console.print(escape(f"  {label}: {why}"))
+
+
+def print_environment() -> None:
+    """`ways env`: Python, commit, GPUs and driver, package versions, each backend variant's availability."""
+    import backends
+    from harness.measure import env
+    info = env.collect()
+    print(f"python   {info['python']} ({info['platform']})")
+    print(f"commit   {info['git_commit'] or '?'}")
+    if info["gpus"]:
+        for g in info["gpus"]:
+            print(f"gpu      {g['name']} (cc {g['compute_capability']}, {g['memory_mib']} MiB), driver "
+                  f"{g['driver']} (CUDA {g['driver_cuda']}), max clocks SM {g['max_sm_clock_mhz']} MHz, "
+                  f"memory {g['max_mem_clock_mhz']} MHz")
+    else:
+        print("gpu      none found (nvidia-smi lists no GPU)")
+    for name, version in info["versions"].items():
+        print(f"package  {name} {version}")
+    for b in backends.names():
+        for v in backends.variants(b):
+            backend = backends.get(b, v)
+            ok, why = backend.available()
+            print(f"backend  {backend.label():22s} {'available' if ok else 'unavailable: ' + why}")

@@ -3,7 +3,7 @@ profile sums them per run; this splits them): inputs, float64 reference, the cas
 round trip (harness/run/case_store.py), the poisoned output, uploads and downloads through torch,
 and the check.
 
-    python -m tools.host_side_probe [--problem elementwise] [--case 268435456-float32] [--out FILE]
+    python -m experiments.host_side.probe [--problem elementwise] [--case 268435456-float32] [--out FILE]
 """
 from __future__ import annotations
 

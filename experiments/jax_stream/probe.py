@@ -2,7 +2,7 @@
 stream both ways, so events on that stream time the jax_pallas kernels (the one thing the CPU could
 not check). On the GPU node, from the lab's root:
 
-    python -m tools.jax_stream_probe
+    python -m experiments.jax_stream.probe
 """
 import os
 import time

@@ -3,8 +3,8 @@ written as Warp's benchmark_gemm.py writes it (tile_load, tile_matmul into a flo
 tile_store), against torch.matmul on the same arrays; both timed the same way (CUDA events
 around `--iterations` back-to-back launches after a warm-up, the median of `--repeats`).
 
-    python tools/warp_gemm_repro.py --size 8192 --dtype bfloat16 --tiles 128,128,128,256
-    python tools/warp_gemm_repro.py --size 4096 --dtype float32 --tiles 64,64,32,64 --no-mathdx
+    python experiments/warp_gemm_repro/repro.py --size 8192 --dtype bfloat16 --tiles 128,128,128,256
+    python experiments/warp_gemm_repro/repro.py --size 4096 --dtype float32 --tiles 64,64,32,64 --no-mathdx
 
 Needs only warp-lang and torch (no lab code), so it can be pasted into an issue as it is.
 """

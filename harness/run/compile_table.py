@@ -2,7 +2,7 @@
 implementation, each process fresh (cold: empty JIT caches; warm: the cache a cold one filled), with
 the lab's compile-time processes (harness/run/compile_times.py), beside the talk's figures.
 
-    python -m tools.compile_table --out DIR [--impl cute_dsl --impl nvrtc ...] [--repeats 3]
+    ways compile-table --out DIR [--impl cute_dsl --impl nvrtc ...] [--repeats 3]
 
 Writes DIR/compile_table.json and prints a table. "build" is the implementation's build() for the
 case in a fresh process (for CuTe DSL: cute.compile and loading the cubin; for nvrtc: NVRTC and
@@ -10,7 +10,6 @@ loading the cubin); "import" is the tool's import and device start-up before it.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 from pathlib import Path
@@ -22,13 +21,14 @@ CASE = "8192x8192x8192-bfloat16"
 TALK = {"cute_dsl": "~0.18 s (the talk: CuTe DSL)", "nvrtc[cutlass]": "~25.8 s (the talk: CUTLASS C++)"}
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tools.compile_table", description=__doc__.splitlines()[0])
+def add_arguments(ap) -> None:
     ap.add_argument("--impl", action="append", help="backend or backend[variant] (default cute_dsl, nvrtc)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--case", default=CASE)
     ap.add_argument("--out", type=Path, required=True)
-    args = ap.parse_args(argv)
+
+
+def main(args) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for label in args.impl or ["cute_dsl", "cute_dsl[tvm_ffi]", "nvrtc"]:
@@ -47,6 +47,3 @@ def main(argv=None) -> int:
         print(f"{r['implementation']:20s} {r['cold_s']:8.3f} {r['warm_s']:8.3f} {r['import_s'] or 0:9.3f}  {r['talk']}")
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

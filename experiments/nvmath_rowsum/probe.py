@@ -4,7 +4,7 @@ slice and never calls MM.execute; "execute" loads one slice and runs MM.execute 
 kernel has slices. Each is timed cold like the sweeps (tools/sweep.py) against the 1 GiB copy.
 `--once` runs each kernel once and exits (for `ncu`).
 
-    python -m tools.nvmath_rowsum_probe [--case 8192x32768-float32] [--once] [--out FILE]
+    python -m experiments.nvmath_rowsum.probe [--case 8192x32768-float32] [--once] [--out FILE]
 """
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def probe(case_name: str, once: bool) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tools.nvmath_rowsum_probe", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m experiments.nvmath_rowsum.probe", description=__doc__.splitlines()[0])
     ap.add_argument("--case", action="append", choices=CASES)
     ap.add_argument("--once", action="store_true", help="run each kernel once (for ncu) instead of timing")
     ap.add_argument("--out", type=Path, help="write the rows as JSON here")

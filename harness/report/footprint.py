@@ -4,11 +4,10 @@ resolved file's download size comes from the index (HTTP HEAD, Content-Length). 
 extra is also installed there and its size on disk measured. Writes one JSON file that
 `ways report --footprint FILE` puts into the scorecard.
 
-    python -m tools.footprint --out FOOTPRINT.json [--install] [EXTRA ...]    # default: every backend's extra
+    ways footprint --out FOOTPRINT.json [--install] [EXTRA ...]    # default: every backend's extra
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -20,7 +19,7 @@ from pathlib import Path
 
 from harness.report.scorecard import norm_name, licence_text
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]     # the checkout: pip installs its extras
 
 
 def venv(where: Path) -> Path:
@@ -93,12 +92,14 @@ def extras_of_backends() -> list[str]:
     return sorted(e for e in found if e)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tools.footprint", description=__doc__.splitlines()[0])
+def add_arguments(ap) -> None:
     ap.add_argument("extras", nargs="*", help="pyproject extras (default: the lab alone and every backend's extra)")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--install", action="store_true", help="also install each extra and measure it on disk")
-    args = ap.parse_args(argv)
+
+
+def main(args) -> int:
+    os.environ.setdefault("PIP_DISABLE_PIP_VERSION_CHECK", "1")
     doc = {"python": platform.python_version(), "platform": f"{sys.platform}-{platform.machine()}",
            "pip": subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True,
                                  text=True).stdout.split()[1], "extras": {}}
@@ -111,7 +112,3 @@ def main(argv=None) -> int:
     args.out.write_text(json.dumps(doc, indent=1) + "\n")
     return 0
 
-
-if __name__ == "__main__":
-    os.environ.setdefault("PIP_DISABLE_PIP_VERSION_CHECK", "1")
-    raise SystemExit(main())

@@ -4,7 +4,7 @@ with CUDA events, call after call, in phases without and with other processes op
 (cuda.core: Device().set_current(), a stream, as harness/measure/device.py does), quiet and busy
 alternating so that drift shows; prints the distributions of both and how long the openings took.
 
-    python -m tools.context_probe [--n 268435456] [--seconds 5] [--openers 6] [--out FILE]
+    python -m experiments.context_probe.probe [--n 268435456] [--seconds 5] [--openers 6] [--out FILE]
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ the sm_90 cubin (no GPU needed): tensor-core instructions (HGMMA, HMMA) against 
 FADD) and local-memory traffic (spills: STL / LDL). The kernels are backends/cutile/gemm.py's, exported
 as the lab's compile-only path exports them (backends.cutile.array_param: the JIT's alignment facts).
 
-    python -m tools.cutile_sass [--out FILE.json]     (cuda-tile with its tileiras; nvdisasm: Triton's)
+    python -m experiments.cutile_sass.sass [--out FILE.json]     (cuda-tile with its tileiras; nvdisasm: Triton's)
 
 Prints one line per configuration.
 """
@@ -48,7 +48,7 @@ def counts(binary: bytes) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tools.cutile_sass", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m experiments.cutile_sass.sass", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     rows = []

@@ -2,7 +2,7 @@
 figures (a normal `ways run` of array_api[torch]) beside triton.testing.do_bench timing the same
 implementation, built by the lab's worker Session on a stream made the way the worker makes it.
 
-    python -m tools.method_crosscheck --out DIR      (GPU; writes DIR/crosscheck.json and .md)
+    ways timer-check --out DIR      (GPU; writes DIR/crosscheck.json and .md)
 
 do_bench times back-to-back calls (it zeroes a 256 MB buffer between them, outside its events), so
 it is compared with the lab's sustained mode; the exit status is 1 where they differ by more than
@@ -10,9 +10,7 @@ it is compared with the lab's sustained mode; the exit status is 1 where they di
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 
 import problems
@@ -64,11 +62,12 @@ def do_bench_ms(problem_name: str, case_name: str) -> tuple[float, float | None]
     return ms, sum(read) / len(read) if read else None
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tools.method_crosscheck", description=__doc__.splitlines()[0])
+def add_arguments(ap) -> None:
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--tolerance", type=float, default=0.03)
-    args = ap.parse_args(argv)
+    ap.add_argument("--tolerance", type=float, default=0.03, help="largest |sustained / do_bench - 1| (default 0.03)")
+
+
+def main(args) -> int:
     lab = lab_figures(args.out / "lab")
     rows = []
     for p, c in CASES:
@@ -96,6 +95,3 @@ def main(argv=None) -> int:
     bad = [r for r in rows if r["sustained_vs_do_bench"] is None or abs(r["sustained_vs_do_bench"]) > args.tolerance]
     return 1 if bad else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

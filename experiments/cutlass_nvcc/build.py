@@ -5,7 +5,7 @@ a shared library that ctypes loads. Times nvcc in fresh processes (device-only c
 .so), then checks the .so's GEMM on the lab's cases from poisoned outputs and times it cold beside
 cuBLAS in the same process (tools/sweep.py).
 
-    python -m tools.cutlass_nvcc --out DIR [--nvcc PATH] [--repeats 3] [--case NAME ...]
+    python -m experiments.cutlass_nvcc.build --out DIR [--nvcc PATH] [--repeats 3] [--case NAME ...]
 
 Writes DIR/cutlass_nvcc.json and prints the compile times and a table per case.
 """
@@ -83,7 +83,7 @@ def builder(libs: dict):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tools.cutlass_nvcc", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m experiments.cutlass_nvcc.build", description=__doc__.splitlines()[0])
     ap.add_argument("--nvcc", default=shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--config", default=cutlass_gemm.CONFIG, choices=sorted(cutlass_gemm.CONFIGS))

@@ -1,0 +1,26 @@
+"""The measurements a contributor repeats besides a run are `ways` subcommands: the compile-time
+table (here on NumPy, which needs no GPU), the timer check and the install footprint (their GPU and
+network parts are tested in test_timer_check.py and test_footprint.py)."""
+import json
+
+import pytest
+
+from tests.test_cli import ways
+
+
+def test_compile_table_times_fresh_processes(tmp_path):
+    r = ways("compile-table", "--impl", "array_api[numpy]", "--case", "129x257x65-float32", "--repeats", "1",
+             "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    row, = json.loads((tmp_path / "compile_table.json").read_text())
+    assert row["implementation"] == "array_api[numpy]" and row["case"] == "129x257x65-float32"
+    assert row["cold_s"] > 0 and row["warm_s"] > 0 and len(row["cold_samples"]) == 1
+    assert "array_api[numpy]" in r.stdout
+
+
+@pytest.mark.parametrize("command", ["compile-table", "timer-check", "footprint"])
+def test_each_measurement_says_what_it_takes(command):
+    r = ways(command, "--help")
+    assert r.returncode == 0 and "--out" in r.stdout
+    missing = ways(command)
+    assert missing.returncode == 2 and "--out" in missing.stderr
