@@ -140,8 +140,8 @@ def parse_shape(text: str) -> dict[str, int]:
             number = int(value, 0)
         except ValueError:
             raise ValueError(f"--shape {key}={value!r} is not an integer") from None
-        if number < 1:
-            raise ValueError(f"--shape {key}={number} must be positive")
+        if number < 0:
+            raise ValueError(f"--shape {key}={number} must not be negative")
         shape[key] = number
     return shape
 
@@ -164,6 +164,8 @@ class Problem:
     ceiling = "copy"
     vendor: tuple[str, ...] = ()  # implementations whose speed is the compute-bound reference
     max_elements = 2**34          # bigger shapes are refused as impossible for one GPU
+    flags: tuple[str, ...] = ()   # shape keys that are 0 or 1 (a mask on or off), not sizes
+    vendor_reference = "first"    # % of peak against the first vendor row timed, or the "fastest" of them
     # inputs whose sign flip flips every output (the problem is linear in them): see negated()
     linear_inputs: tuple[str, ...] = ()
 
@@ -217,7 +219,9 @@ class Problem:
             raise ValueError(f"{self.name} needs shape keys {','.join(self.dims)}"
                              f" (missing: {','.join(missing) or '-'}; unknown: {','.join(extra) or '-'})")
         for k, v in shape.items():
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            if k in self.flags and v not in (0, 1):
+                raise ValueError(f"shape {k}={v!r} is a flag: 0 or 1")
+            if k not in self.flags and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
                 raise ValueError(f"shape {k}={v!r} must be a positive integer")
         dims = {d: int(shape[d]) for d in self.dims}
         label = "-".join(f"{k}{v}" for k, v in dims.items())
@@ -264,6 +268,8 @@ def _check_one(name, out, shape, dtype, exp: Expected) -> CheckResult:
         return CheckResult(False, f"output {name!r}: {int(bad.sum())} of {bad.size} elements are NaN/inf"
                                   f" (unwritten?), first at index {first}",
                            max_abs_err=math.inf, max_rel_err=math.inf)
+    if exp.rows is not None and exp.value.ndim < out.ndim:      # rows of the flattened leading axes
+        out = out.reshape(-1, *exp.value.shape[1:])
     got = decode(out if exp.rows is None else out[exp.rows], dtype)
     err = np.abs(got - exp.value)
     scale = float(np.max(np.abs(exp.value))) if exp.value.size else 0.0

@@ -25,12 +25,12 @@ def ran(out, *args) -> dict:
 
 
 @pytest.mark.parametrize("args,msg", [
-    (["-p", "fft"], "unknown problem 'fft' (valid: elementwise, gemm, segreduce)"),
+    (["-p", "fft"], "unknown problem 'fft' (valid: attention, elementwise, gemm, segreduce)"),
     (["-b", "magic"], "unknown backend 'magic' (valid: array_api"),
     (["-b", "array_api[jax]"], "no variant 'jax'"),
     (["-p", "gemm", "--shape", "M=4096,N=4096"], "missing: K"),
     (["-p", "gemm", "--shape", "M=4096,N=x,K=1"], "'x' is not an integer"),
-    (["-p", "gemm", "--shape", "M=4096,N=-4,K=1"], "must be positive"),
+    (["-p", "gemm", "--shape", "M=4096,N=-4,K=1"], "must not be negative"),
     (["-p", "gemm", "--shape", "M=1.5,N=4,K=1"], "not an integer"),
     (["-p", "gemm", "--shape", "M4096"], "malformed --shape"),
     (["-p", "gemm", "--shape", "M=1,N=1,K=1", "--dtype", "int4"], "unknown dtype 'int4'"),
@@ -175,6 +175,7 @@ def test_quick_runs_each_problems_quick_cases_and_marks_its_rows(tmp_path):
     from harness.run.runner import Options, plan
     jobs = plan(Options(backends=["array_api[numpy]"], quick=True))
     assert {(j.impl.problem, c.name) for j in jobs for c in j.cases} == {
+        ("attention", "1x2x17x64-causal-bfloat16"), ("attention", "4x32x4096x128-full-bfloat16"),
         ("elementwise", "1001-float32"), ("elementwise", "268435456-float32"),
         ("gemm", "129x257x65-bfloat16"), ("gemm", "8192x8192x8192-bfloat16"),
         ("segreduce", "37x4097-float32"), ("segreduce", "8192x32768-float32")}
@@ -198,9 +199,10 @@ def test_quick_runs_each_problems_quick_cases_and_marks_its_rows(tmp_path):
     assert every.returncode == 0, every.stderr
     doc = json.loads((tmp_path / "all" / "results.json").read_text())
     assert sorted((x["problem"], x["status"]) for x in doc["records"]) == \
-        [("elementwise", "ok"), ("gemm", "not_applicable"), ("segreduce", "ok")]     # NumPy has no bfloat16
+        [("attention", "not_applicable"), ("elementwise", "ok"), ("gemm", "not_applicable"),
+         ("segreduce", "ok")]                                                        # NumPy has no bfloat16
     logs = sorted(p.name for p in (tmp_path / "all" / "logs").glob("array_api*.log"))
-    assert logs == ["array_api[numpy].elementwise+gemm+segreduce.log"]       # one worker for its problems
+    assert logs == ["array_api[numpy].attention+elementwise+gemm+segreduce.log"]   # one worker for its problems
     bad = ways("run", "--quick", "--case", "37x4097-float32", "--out", str(tmp_path / "never"))
     assert bad.returncode == 2 and "--quick picks its own cases" in bad.stderr
 

@@ -1,6 +1,7 @@
 """`ways run --gpus`: jobs dealt to lanes (one per GPU), each lane a run of its own, merged; on this
 machine the lanes run the NumPy rows side by side (CUDA_VISIBLE_DEVICES set per lane)."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -61,8 +62,10 @@ def test_an_interrupted_lanes_run_stops_every_lane_keeps_what_was_measured_and_r
     out = tmp_path / "out"
     sel = ["-b", "array_api[numpy]", "-b", "broken", "-p", "segreduce", "-p", "elementwise", "--cases", "test",
            "--no-compile", "--out", str(out)]
+    tag = f"lanes-interrupt-{os.getpid()}-{time.monotonic_ns()}"     # this run's processes, not another test's
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", *sel, "--timeout", "120", "--gpus", "0,1"],
-                            cwd=ROOT, env={**os.environ}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, env={**os.environ, "WAYS_TEST_RUN_TAG": tag}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while not list(out.glob("lanes/*/logs/broken*.log")) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -77,8 +80,7 @@ def test_an_interrupted_lanes_run_stops_every_lane_keeps_what_was_measured_and_r
     assert any(r["backend"] == "array_api" and r["status"] == "ok" for r in doc["records"])
     for lane in ("gpu0", "gpu1"):              # every lane's results merged, none cut off mid-write
         assert (out / "lanes" / lane / "results.json").is_file()
-    left = subprocess.run(["pgrep", "-f", "harness.run.worker run --backend broken"], capture_output=True, text=True)
-    assert left.stdout.strip() == "", "a worker outlived the interrupted run"
+    assert not _tagged_processes(tag), "a worker outlived the interrupted run"
 
     # --resume: the same lanes go on with what neither measured (the hanging item now times out)
     kept = {records.record_key(r) for r in doc["records"] if r["status"] != "failed"}
@@ -153,3 +155,15 @@ def test_a_gpu_lost_mid_run_fails_its_lanes_items_with_the_reason_and_the_merge_
     on_other = [x for x in doc["records"] if x["gpu"]["index"] != gone]
     assert on_lost and all(x["status"] == "failed" and LOST in x["error"] for x in on_lost)
     assert on_other and all(x["status"] in ("ok", "not_applicable") for x in on_other)
+
+
+def _tagged_processes(tag: str) -> list[int]:
+    """PIDs of live processes whose environment carries WAYS_TEST_RUN_TAG=tag (Linux /proc)."""
+    found = []
+    for env in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if f"WAYS_TEST_RUN_TAG={tag}".encode() in env.read_bytes().split(b"\0"):
+                found.append(int(env.parent.name))
+        except OSError:                # gone meanwhile, or not ours to read
+            continue
+    return found

@@ -65,8 +65,9 @@ def _solve(problem, case, inputs):
 @pytest.mark.parametrize("name", problems.names())
 def test_reference_answer_passes_and_perturbed_answers_fail(name):
     p = problems.get(name)
-    case = next(c for c in p.cases() if c.kind == "test" and c.dtype == "float32" and
-                min(c.shape.values()) > 1)
+    dtype = "float32" if "float32" in p.dtypes else "float16"        # storage that += 0.25 changes
+    case = next(c for c in p.cases() if c.kind == "test" and c.dtype == dtype and
+                min(v for k, v in c.shape.items() if k not in p.flags) > 1)
     inputs = p.make_inputs(case, 0)
     ref = p.reference(case, inputs)
     good = _solve(p, case, inputs)

@@ -69,6 +69,16 @@ def test_percent_of_peak_against_copy_and_vendor():
     assert other["timing"]["suspect"] is None and seg["timing"]["suspect"] is None
 
 
+def test_attention_is_judged_against_the_fastest_sdpa_kernel():
+    """GEMM takes its first vendor row (cuBLAS through torch); attention the fastest SDPA backend."""
+    refs = {"copy_bytes_per_s": 3.0e12, "theoretical": {"flops_per_s": {"bfloat16": 1.07e15}}}
+    rows = [dict(_rec("attention", "a", v, ms, 0, int(1e12)), backend=b)
+            for b, v, ms in (("torch_sdpa", "cudnn", 2.0), ("torch_sdpa", "flash", 1.6), ("array_api", "torch", 8.0))]
+    roofline.apply(_doc(rows, refs))
+    assert [r["timing"]["pct_of_peak"] for r in rows] == pytest.approx([80.0, 100.0, 20.0])
+    assert rows[2]["timing"]["peak_basis"].startswith("torch_sdpa[flash] on the same case")
+
+
 def test_both_timing_modes_get_their_own_percent_of_peak():
     refs = {"copy_bytes_per_s": 3.0e12, "copy_bytes_per_s_sustained": 2.9e12,
             "theoretical": {"memory_bytes_per_s": 3.35e12, "flops_per_s": {"bfloat16": 1.07e15}}}

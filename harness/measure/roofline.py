@@ -78,8 +78,10 @@ def apply(doc: dict) -> None:
                 t["peak_basis"] = "host timer: no GPU peak applies"
                 continue
             if problem.roofline == "compute":
-                vendor = next(((label, rates[m][(r["problem"], r["case"], label)]) for label in problem.vendor
-                               if (r["problem"], r["case"], label) in rates[m]), None)
+                timed = [(label, rates[m][(r["problem"], r["case"], label)]) for label in problem.vendor
+                         if (r["problem"], r["case"], label) in rates[m]]
+                fastest = problem.vendor_reference == "fastest"
+                vendor = (max(timed, key=lambda x: x[1]) if fastest else timed[0]) if timed else None
                 if vendor:
                     t["pct_of_peak" + SUFFIX[m]] = 100 * value / vendor[1]
                     t["peak_basis" + SUFFIX[m]] = f"{vendor[0]} on the same case, same run, {m}"
