@@ -1,7 +1,7 @@
 """Attention forward in Pallas (Triton lowering), as Pallas's GPU attention op is written: a program per
 (block of queries, batch x head), a fori_loop over blocks of keys with an online softmax (running
 maximum and sum in float32), P cast to V's dtype for the second pl.dot; a causal program stops after
-its diagonal block. Partial blocks are masked on load and store. mosaic_gpu: not written yet."""
+its diagonal block. Partial blocks are masked on load and store. (No Mosaic GPU kernel yet.)"""
 import functools
 import math
 
@@ -11,10 +11,6 @@ from jax import lax
 from jax.experimental import pallas as pl
 
 from backends.jax_pallas import compiled_call, interpret_param, interpreted
-
-
-def supports(case, variant=""):
-    return "not written yet for Mosaic GPU" if variant == "mosaic_gpu" else None
 
 
 def config(head_dim):
