@@ -272,7 +272,7 @@ class NumbaBackend(Backend):
         return cuda
 
     def supports(self, case):
-        small_fp32_test = case.dtype == "float32" and case.kind == "test"\
+        small_fp32_test = case.dtype == "float32" and case.kind == "test" \
             and math.prod(case.shape.values()) <= self.SIMULATED_ELEMENTS
         if cuda_simulator() and not small_fp32_test:
             return "CUDA simulator: small float32 test cases only"

@@ -114,8 +114,9 @@ class Attention(Problem):
         weight = np.empty((picked.size, d))
         e_qk = np.empty(picked.size)
         e_s = np.empty(picked.size)
-        for head in np.unique(picked // s):
-            at = np.nonzero(picked // s == head)[0]
+        heads = picked // s
+        for head in np.unique(heads):
+            at = np.nonzero(heads == head)[0]
             value[at], weight[at], e_qk[at], e_s[at] = attention_rows(q[head], k[head], v[head], picked[at] % s,
                                                                       bool(causal))
         u32, out = DTYPES["float32"].unit_roundoff, DTYPES[case.dtype]

@@ -174,7 +174,7 @@ class Worker:
 
 
 def _impl(args) -> str:
-    return backends.get(args.backend, args.variant).label()
+    return backends.label(args.backend, args.variant)
 
 
 def run_items(args) -> int:
