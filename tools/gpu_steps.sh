@@ -7,7 +7,8 @@
 #   bash tools/gpu_steps.sh STEP...      steps: cutlass, cutlass-part, cutlass-nvcc, cutlass-compile,
 #                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
 #                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs, context-probe,
-#                                        lanes-full, lanes-check, demo, profile, faults, check-fixes, verify, sweep
+#                                        lanes-full, lanes-check, demo, profile, faults, check-fixes, verify, sweep,
+#                                        attention
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -145,6 +146,18 @@ for step in "$@"; do
         timeout 240 compute-sanitizer --print-limit 5 python "$PROBE" $PROBE_ARGS > "$OUT/$step/sanitizer.txt" 2>&1
         tail -30 "$OUT/$step/sanitizer.txt"
       fi ;;
+    attention)        # attention on every backend that has it, every case (BACKENDS="-b x -b y": those only),
+                      # then the tools' own attention examples (.upstream/ carried; EXAMPLES: which)
+      WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
+        run_ways -p attention ${BACKENDS:-} --cases all --compile-repeats 1 --jobs "${JOBS:-4}" --timeout 300 \
+        ${RESUME:+--resume} --out "$OUT/$step/part"
+      run_profile "$OUT/$step/part/results.json"
+      # each example in a process of its own, with its tool's site where it has one
+      for ex in ${EXAMPLES:-triton cutile helion tilelang pallas-triton pallas-mosaic}; do
+        case $ex in cutile) site=$CUTILE_SITE ;; tilelang) site=${TILELANG_SITE:-/tmp/tilelang-site} ;; *) site= ;; esac
+        PYTHONPATH=${site:+$site:}$PYTHONPATH PATH=${site:+$site/nvidia/cu13/bin:}$PATH timeout 300 \
+          python tools/upstream_attention.py $ex --out "$OUT/$step/upstream-$ex.json" 2>&1 | tail -12
+      done | tee "$OUT/$step/upstream.txt" ;;
     sweep)            # random shapes per problem on every backend, checked (COUNT a problem, SEED)
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
         ${CPUS:+taskset -c $CPUS} timeout --signal=INT --kill-after=90 "${STEP_TIMEOUT:-540}" \

@@ -1,0 +1,153 @@
+"""Each tool's own published attention example on the lab's attention bench cases, on this GPU.
+
+The examples' code is imported, never copied: from checkouts in the ignored .upstream/ (see
+tools/upstream_examples.sh for how each is fetched) or from the installed package (JAX Pallas's
+ops). Each is called as its own benchmark calls it, its output checked against PyTorch's SDPA, and
+timed two ways: by triton.testing.do_bench (L2 flushed before each call, back to back), with PyTorch's
+flash SDPA on the same tensors under the same timer beside it (so `% of flash` compares with the lab's
+rows), and, for JAX, by the Mosaic GPU profiler its own benchmark uses (CUPTI, kernels only).
+
+    python tools/upstream_attention.py [--out FILE.json] [NAME...]      # names: see EXAMPLES
+"""
+import argparse
+import importlib.util
+import json
+import math
+import os
+import sys
+import traceback
+from pathlib import Path
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")     # JAX beside torch on one GPU
+UPSTREAM = Path(__file__).resolve().parent.parent / ".upstream"
+CASES = ((4, 32, 4096, 128, False, "bfloat16"), (4, 32, 4096, 128, True, "bfloat16"),
+         (4, 32, 4096, 128, False, "float16"))
+
+
+def load(path: Path, name: str, *search: Path):
+    """Import an example file as a module, its own folders first on the path (its sibling imports)."""
+    sys.path[:0] = [str(p) for p in search or (path.parent,)]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def triton_tutorial(q, k, v, causal):
+    tutorial = load(UPSTREAM / "triton" / "06-fused-attention.py", "fused_attention")
+    return lambda: tutorial.attention(q, k, v, causal, 1 / math.sqrt(q.shape[-1]))
+
+
+def cutile_sample(q, k, v, causal):
+    sample = load(UPSTREAM / "cutile-python" / "samples" / "AttentionFMHA.py", "attention_fmha")
+    return lambda: sample.cutile_fmha(q, k, v, tile_m=128, tile_n=128, causal=causal)
+
+
+def helion_example(q, k, v, causal):
+    example = load(UPSTREAM / "helion" / "examples" / "attention.py", "helion_attention")
+    kernel = example.causal_attention if causal else example.attention
+    return lambda: kernel(q, k, v)
+
+
+def tilelang_example(q, k, v, causal):
+    example = load(UPSTREAM / "tilelang" / "examples" / "flash_attention" / "example_mha_fwd_bhsd.py",
+                   "tilelang_mha_fwd")
+    b, h, s, d = q.shape
+    kernel = example.flashattn(b, h, s, s, d, causal)
+    return lambda: kernel(q, k, v)
+
+
+def pallas_triton(q, k, v, causal):
+    """jax.experimental.pallas.ops.gpu.attention.mha: Pallas's Triton-lowered attention op."""
+    from jax.experimental.pallas.ops.gpu import attention
+    return jax_call(lambda a, b, c: attention.mha(a, b, c, None, sm_scale=1 / math.sqrt(a.shape[-1]),
+                                                  causal=causal), q, k, v)
+
+
+def pallas_mosaic(q, k, v, causal):
+    """jax.experimental.pallas.ops.gpu.attention_mgpu.attention: the Mosaic GPU (Hopper) example,
+    with the block sizes its own benchmark (main) tries first."""
+    from jax.experimental.pallas.ops.gpu import attention_mgpu as mgpu
+    config = mgpu.TuningConfig(block_q=64, block_kv=128, max_concurrent_steps=2, causal=causal)
+    return jax_call(lambda a, b, c: mgpu.attention(a, b, c, config), q, k, v)
+
+
+def jax_call(fn, q, k, v):
+    """JAX takes (batch, seq, heads, dim): the torch tensors transposed once, outside the timing."""
+    import jax
+    import jax.numpy as jnp
+    args = [jnp.asarray(t.transpose(1, 2).float().cpu().numpy()).astype(getattr(jnp, str(t.dtype)[6:]))
+            for t in (q, k, v)]
+    jitted = jax.jit(fn)
+
+    def run():
+        return jitted(*args).block_until_ready()
+    run.jax = (fn, args)
+    return run
+
+
+EXAMPLES = {"triton": triton_tutorial, "cutile": cutile_sample, "helion": helion_example,
+            "tilelang": tilelang_example, "pallas-triton": pallas_triton, "pallas-mosaic": pallas_mosaic}
+
+
+def measure(name, build, case):
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from triton.testing import do_bench
+
+    b, h, s, d, causal, dtype = case
+    flops = 4 * b * h * s * s * d / (2 if causal else 1)
+    q, k, v = (torch.randn(b, h, s, d, dtype=getattr(torch, dtype), device="cuda") for _ in range(3))
+    row = {"example": name, "case": f"{b}x{h}x{s}x{d}-{'causal' if causal else 'full'}-{dtype}"}
+    try:
+        run = build(q, k, v, causal)
+        out = run()
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            flash_ms = do_bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+        got = torch.from_numpy(np.asarray(out, dtype=np.float32)).cuda().transpose(1, 2) if hasattr(run, "jax") \
+            else out.float()
+        row["max_abs_diff_vs_flash"] = float((got - ref.float()).abs().max())
+        if hasattr(run, "jax"):
+            from jax.experimental.mosaic.gpu import profiler
+            fn, args = run.jax
+            _, ms = profiler.measure(fn)(*args)
+            row["profiler_ms"] = ms
+            row["profiler_tflops"] = flops / ms / 1e9
+        else:
+            ms = do_bench(run)
+            row["do_bench_ms"] = ms
+            row["do_bench_tflops"] = flops / ms / 1e9
+        row["flash_do_bench_ms"] = flash_ms
+        row["pct_of_flash"] = 100 * flash_ms / ms
+    except Exception as exc:            # an example that does not take the case says why; the rest go on
+        row["error"] = f"{type(exc).__name__}: {str(exc)[:400]}"
+        traceback.print_exc()
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help=f"examples to run (default: all of {', '.join(EXAMPLES)})")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    unknown = set(args.names) - set(EXAMPLES)
+    if unknown:
+        parser.error(f"no example named {', '.join(sorted(unknown))}; known: {', '.join(EXAMPLES)}")
+    import torch
+    rows = [measure(name, EXAMPLES[name], case) for name in args.names or EXAMPLES for case in CASES]
+    print(f"\n{torch.cuda.get_device_name()}: the tools' own attention examples (ms; % of flash SDPA, same timer)")
+    for r in rows:
+        ms = r.get("do_bench_ms", r.get("profiler_ms"))
+        text = r.get("error") or f"{ms:.3f} ms  {100 * r['flash_do_bench_ms'] / ms:5.1f}% of flash  " \
+                                 f"(max |diff| {r['max_abs_diff_vs_flash']:.2e})"
+        print(f"{r['example']:<14} {r['case']:<28} {text}")
+    if args.out:
+        args.out.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
