@@ -2,7 +2,7 @@
 a max-subtracted softmax, then P V; no kernel written, the whole S matrix in memory."""
 import math
 
-from array_api_compat import array_namespace
+from array_api_compat import array_namespace, device
 
 
 def build(case, inputs, outputs, stream, variant=""):
@@ -10,7 +10,7 @@ def build(case, inputs, outputs, stream, variant=""):
     xp = array_namespace(q)
     seq = case.shape["S"]
     scale = 1.0 / math.sqrt(case.shape["D"])
-    mask = xp.triu(xp.ones((seq, seq), dtype=xp.bool), k=1) if case.shape["causal"] else None
+    mask = xp.triu(xp.ones((seq, seq), dtype=xp.bool, device=device(q)), k=1) if case.shape["causal"] else None
 
     def run():
         s = xp.matmul(xp.astype(q, xp.float32), xp.matrix_transpose(xp.astype(k, xp.float32))) * scale

@@ -1,6 +1,6 @@
 """Attention forward in Pallas (Triton lowering), as Pallas's GPU attention op is written: a program per
 (block of queries, batch x head), a fori_loop over blocks of keys with an online softmax (running
-maximum and sum in float32), P cast to V's dtype for the second pl.dot; a causal program stops after
+maximum and sum in float32), P cast to V's dtype for the second jnp.dot; a causal program stops after
 its diagonal block. Partial blocks are masked on load and store. (No Mosaic GPU kernel yet.)"""
 import functools
 import math
@@ -33,7 +33,7 @@ def attention_triton(q_ref, k_ref, v_ref, o_ref, *, bm, bn, causal):
         keys = j * bn + jnp.arange(bn)
         k = plgpu.load(k_ref.at[head, pl.ds(j * bn, bn), :], mask=(keys < seq)[:, None], other=0.0)
         v = plgpu.load(v_ref.at[head, pl.ds(j * bn, bn), :], mask=(keys < seq)[:, None], other=0.0)
-        s = pl.dot(q, k, trans_b=True).astype(jnp.float32) * scale
+        s = jnp.dot(q, k.T, preferred_element_type=jnp.float32) * scale
         keep = (keys < seq)[None, :]
         if causal:
             keep = keep & (keys[None, :] <= rows[:, None])
@@ -41,7 +41,7 @@ def attention_triton(q_ref, k_ref, v_ref, o_ref, *, bm, bn, causal):
         m_new = jnp.maximum(m_i, s.max(axis=1))
         alpha = jnp.exp(m_i - m_new)
         p = jnp.exp(s - m_new[:, None])
-        acc = acc * alpha[:, None] + pl.dot(p.astype(v.dtype), v).astype(jnp.float32)
+        acc = acc * alpha[:, None] + jnp.dot(p.astype(v.dtype), v, preferred_element_type=jnp.float32)
         return m_new, l_i * alpha + p.sum(axis=1), acc
 
     blocks = pl.cdiv(jnp.minimum(seq, start + bm), bn) if causal else pl.cdiv(seq, bn)

@@ -19,10 +19,12 @@ def target(arch: str | None = None) -> dict:
     return {"kind": "cuda", "arch": arch}
 
 
-def compile_program(program, arch: str | None = None):
+def compile_program(program, arch: str | None = None, pass_configs: dict | None = None):
+    """`program` built for `arch`; `pass_configs`: TileLang's compile options (an implementation file's
+    PASS_CONFIGS, its export's too)."""
     import tilelang
     with compiling():          # TVM's codegen and nvcc on the CPU: another worker may time meanwhile
-        return tilelang.compile(program, target=target(arch))
+        return tilelang.compile(program, target=target(arch), pass_configs=pass_configs)
 
 
 class TileLang(TorchArrays, TorchStream, Backend):
@@ -51,7 +53,8 @@ class TileLang(TorchArrays, TorchStream, Backend):
         import tempfile
 
         from backends import implementation
-        kernel = compile_program(implementation(self.name, problem).program(case), self.aot_target)
+        module = implementation(self.name, problem)
+        kernel = compile_program(module.program(case), self.aot_target, getattr(module, "PASS_CONFIGS", None))
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "kernel.so")
             kernel.export_library(path)
