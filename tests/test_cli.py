@@ -25,7 +25,7 @@ def ran(out, *args) -> dict:
 
 
 @pytest.mark.parametrize("args,msg", [
-    (["-p", "fft"], "unknown problem 'fft' (valid: attention, elementwise, gemm, segreduce)"),
+    (["-p", "fft"], "unknown problem 'fft' (valid: attention, elementwise, gemm, scan, segreduce)"),
     (["-b", "magic"], "unknown backend 'magic' (valid: array_api"),
     (["-b", "array_api[jax]"], "no variant 'jax'"),
     (["-p", "gemm", "--shape", "M=4096,N=4096"], "missing: K"),
@@ -178,6 +178,7 @@ def test_quick_runs_each_problems_quick_cases_and_marks_its_rows(tmp_path):
         ("attention", "1x2x17x64-causal-bfloat16"), ("attention", "4x32x4096x128-full-bfloat16"),
         ("elementwise", "1001-float32"), ("elementwise", "268435456-float32"),
         ("gemm", "129x257x65-bfloat16"), ("gemm", "8192x8192x8192-bfloat16"),
+        ("scan", "4097-float32"), ("scan", "268435456-float32"),
         ("segreduce", "37x4097-float32"), ("segreduce", "8192x32768-float32")}
     out = tmp_path / "out"
     r = ways("run", "-b", "array_api[numpy]", "-p", "segreduce", "--quick", "--cases", "test", "--out", str(out),

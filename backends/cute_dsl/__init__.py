@@ -21,7 +21,7 @@ class CuteDsl(TorchArrays, Backend):
     extra = "cute"
     distributions = ("nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-base", "apache-tvm-ffi", "torch")
     min_compute_capability = (8, 0)
-    aot_target = "sm_90a"          # the warpgroup-MMA GEMM needs the "a" (arch-specific) target
+    aot_target = "sm_90a"          # the warpgroup-MMA GEMM and attention need the "a" (arch-specific) target
 
     def modules(self):
         return ("cutlass", "torch") + (("tvm_ffi",) if self.variant == "tvm_ffi" else ())

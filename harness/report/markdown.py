@@ -97,16 +97,23 @@ def _peaks(doc: dict) -> list[str]:
     flops = ", ".join(f"{dt} {v / 1e12:.0f}" for dt, v in (theo.get("flops_per_s") or {}).items())
     return _ceiling_lines(doc) + [
         f"- Theoretical dense TFLOP/s: {flops or 'unknown for this GPU'} ({theo.get('basis', '')}).",
-        "- % of peak: a memory-bound problem against a stream of its own access pattern measured in the same run "
-        f"({_ceilings_of_problems()}); a compute-bound one against its vendor library (cuBLAS through torch, "
-        "else CuPy) on the same case in the same run."]
+        f"- % of peak: a memory-bound problem against a stream of its own access pattern measured in the same run, "
+        f"a compute-bound one against its vendor rows on the same case in the same run ({_bases_of_problems(doc)})."]
 
 
-def _ceilings_of_problems() -> str:
+def _bases_of_problems(doc: dict) -> str:
+    """What each problem of the run is judged against, in its order of problems."""
     import problems
     from harness.measure.roofline import CEILING_BASIS
-    memory = [problems.get(n) for n in problems.names()]
-    return "; ".join(f"{p.name}: {CEILING_BASIS[p.ceiling]}" for p in memory if p.roofline == "memory")
+    present = {r["problem"] for r in doc.get("records", [])}
+    out = []
+    for p in (problems.get(n) for n in problems.names() if n in present):
+        if p.roofline == "memory":
+            out.append(f"{p.name}: {CEILING_BASIS[p.ceiling]}")
+        else:
+            which = "the fastest of" if p.vendor_reference == "fastest" else "the first timed of"
+            out.append(f"{p.name}: {which} {', '.join(p.vendor)}")
+    return "; ".join(out)
 
 
 def headline(doc: dict) -> list[str]:

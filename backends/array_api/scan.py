@@ -1,0 +1,14 @@
+"""Inclusive prefix sum in the Array API standard (2023.12's cumulative_sum): one call, the library
+chooses the kernel (CUB's device scan under torch.cumsum and CuPy's cumsum); 16-bit inputs summed in
+float32."""
+from array_api_compat import array_namespace
+
+
+def build(case, inputs, outputs, stream, variant=""):
+    x = inputs["x"]
+    xp = array_namespace(x)
+
+    def run():
+        return {"y": xp.cumulative_sum(x, dtype=xp.float32)}
+
+    return run

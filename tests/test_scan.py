@@ -1,0 +1,69 @@
+"""The scan problem's check: a scan computed as parallel scans compute it (float32, a scan inside each
+tile, a chain of tile carries) passes on every test case; the same scan with a usual mistake fails on
+every case where the mistake changes the answer."""
+import numpy as np
+import pytest
+
+import problems
+from problems.base import CheckError, decode, poison
+
+SCAN = problems.get("scan")
+TESTS = [c for c in SCAN.cases() if c.kind == "test"]
+TILE = 256
+
+
+def tiled_scan(case, inputs, mistake=""):
+    """y in float32, tile by tile: each tile's own scan plus the carry of the tiles before it."""
+    x = decode(inputs["x"], case.dtype, np.float32)
+    y = np.empty_like(x)
+    carry = np.float32(0)
+    for start in range(0, x.size, TILE):
+        tile = x[start:start + TILE]
+        local = np.cumsum(tile, dtype=np.float32)
+        if mistake == "exclusive":
+            local = local - tile
+        y[start:start + TILE] = local + (np.float32(0) if mistake == "no carry" else carry)
+        if not (mistake == "drops one carry" and start == TILE):
+            carry = np.float32(carry + local[-1] + (tile[-1] if mistake == "exclusive" else 0))
+    if mistake == "lost tail" and x.size % TILE:
+        y[x.size - x.size % TILE:] = poison((x.size % TILE,), "float32")
+    return {"y": y}
+
+
+def inputs_and_reference(case):
+    inputs = SCAN.make_inputs(case, case.seed)
+    return inputs, SCAN.reference(case, inputs)
+
+
+@pytest.mark.parametrize("case", TESTS, ids=lambda c: c.name)
+def test_a_tiled_float32_scan_passes(case):
+    inputs, ref = inputs_and_reference(case)
+    SCAN.check(tiled_scan(case, inputs), ref, case)
+
+
+@pytest.mark.parametrize("case", TESTS, ids=lambda c: c.name)
+def test_a_sequential_float32_scan_passes(case):
+    """The deepest chain of additions a scan may take: one after another."""
+    inputs, ref = inputs_and_reference(case)
+    x = decode(inputs["x"], case.dtype, np.float32)
+    SCAN.check({"y": np.cumsum(x, dtype=np.float32)}, ref, case)
+
+
+@pytest.mark.parametrize("mistake,min_n", [("exclusive", 1), ("no carry", TILE + 1), ("drops one carry", 2 * TILE + 1),
+                                           ("lost tail", 1)])
+@pytest.mark.parametrize("case", TESTS, ids=lambda c: c.name)
+def test_a_scan_with_a_mistake_fails(case, mistake, min_n):
+    n = case.shape["n"]
+    if n < min_n or (mistake == "lost tail" and n % TILE == 0):
+        pytest.skip(f"{mistake} does not change a scan of {n}")
+    inputs, ref = inputs_and_reference(case)
+    with pytest.raises(CheckError):
+        SCAN.check(tiled_scan(case, inputs, mistake), ref, case)
+
+
+def test_the_bound_grows_with_depth_and_the_prefix():
+    case = SCAN.case("4097-float32")
+    _, ref = inputs_and_reference(case)
+    bound = np.broadcast_to(ref["y"].bound, ref["y"].value.shape)
+    assert (np.diff(bound) >= 0).all()
+    assert bound[-1] < 1e-3 * abs(ref["y"].value[-1])      # tight: a lost tile's sum is far beyond it
