@@ -8,7 +8,7 @@
 #                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
 #                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs, context-probe,
 #                                        lanes-full, lanes-check, demo, profile, faults, check-fixes, verify, sweep,
-#                                        attention
+#                                        attention, examples
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -29,6 +29,15 @@ doc = json.load(open(sys.argv[1])); run = doc["run"]
 print("run:", "complete" if run["complete"] else "stopped", run.get("duration_s"), "s;",
       ", ".join(f"{k} {v:.0f}" for k, v in list((run.get("worker_phases") or {}).items())[:6]))
 print("\n".join(profile_lines(doc)))' "$1" || true; }
+
+# each attention example in a process of its own, with its tool's site where it has one (EXAMPLES: which)
+upstream_attention() {
+  for ex in ${EXAMPLES:-triton cutile helion tilelang cute_dsl pallas-triton pallas-mosaic}; do
+    case $ex in cutile) site=$CUTILE_SITE ;; tilelang) site=${TILELANG_SITE:-/tmp/tilelang-site} ;; *) site= ;; esac
+    PYTHONPATH=${site:+$site:}$PYTHONPATH PATH=${site:+$site/nvidia/cu13/bin:}$PATH timeout 300 \
+      python tools/upstream_attention.py $ex --out "$1/upstream-$ex.json" 2>&1 | tail -12
+  done | tee "$1/upstream.txt"
+}
 
 final=$OUT; OUT=$WORK
 for step in "$@"; do
@@ -147,17 +156,15 @@ for step in "$@"; do
         tail -30 "$OUT/$step/sanitizer.txt"
       fi ;;
     attention)        # attention on every backend that has it, every case (BACKENDS="-b x -b y": those only),
-                      # then the tools' own attention examples (.upstream/ carried; EXAMPLES: which)
+                      # then the tools' own attention examples (the examples step)
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
         run_ways -p attention ${BACKENDS:-} --cases all --compile-repeats 1 --jobs "${JOBS:-4}" --timeout 300 \
         ${RESUME:+--resume} --out "$OUT/$step/part"
       run_profile "$OUT/$step/part/results.json"
-      # each example in a process of its own, with its tool's site where it has one
-      for ex in ${EXAMPLES:-triton cutile helion tilelang pallas-triton pallas-mosaic}; do
-        case $ex in cutile) site=$CUTILE_SITE ;; tilelang) site=${TILELANG_SITE:-/tmp/tilelang-site} ;; *) site= ;; esac
-        PYTHONPATH=${site:+$site:}$PYTHONPATH PATH=${site:+$site/nvidia/cu13/bin:}$PATH timeout 300 \
-          python tools/upstream_attention.py $ex --out "$OUT/$step/upstream-$ex.json" 2>&1 | tail -12
-      done | tee "$OUT/$step/upstream.txt" ;;
+      upstream_attention "$OUT/$step" ;;
+    examples)         # the tools' own attention examples and cuda.compute's scan benchmark (.upstream/ carried)
+      upstream_attention "$OUT/$step"
+      bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;
     sweep)            # random shapes per problem on every backend, checked (COUNT a problem, SEED)
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
         ${CPUS:+taskset -c $CPUS} timeout --signal=INT --kill-after=90 "${STEP_TIMEOUT:-540}" \

@@ -1,11 +1,19 @@
 """Each tool's own published attention example on the lab's attention bench cases, on this GPU.
 
-The examples' code is imported, never copied: from checkouts in the ignored .upstream/ (see
-tools/upstream_examples.sh for how each is fetched) or from the installed package (JAX Pallas's
-ops). Each is called as its own benchmark calls it, its output checked against PyTorch's SDPA, and
-timed by triton.testing.do_bench (L2 flushed before each call, back to back), with PyTorch's flash and
-cuDNN SDPA on the same tensors under the same timer beside it (the faster is 100%, as in the lab's
-rows); JAX's examples by the Mosaic GPU profiler their own benchmark uses (CUPTI, kernels only).
+The examples' code is imported, never copied: from checkouts in the ignored .upstream/ or from the
+installed package (JAX Pallas's ops). The checkouts (`git archive <commit> <path> | tar -x -C .upstream/<name>`):
+- triton/06-fused-attention.py: python/tutorials/06-fused-attention.py as of Triton 3.6 (the triton
+  repository is too big to fetch here: its text from the fork lightseekorg/triton at 36d23e2f with that
+  fork's renamed imports restored, checked against triton-lang/Triton-to-tile-IR at 09deb2ab);
+- cutile-python: NVIDIA/cutile-python 9c3ee3c, samples/ (AttentionFMHA.py);
+- helion: pytorch/helion ef091f41, examples/attention.py;
+- tilelang: tile-ai/tilelang a35008a4, examples/flash_attention/;
+- cutlass: NVIDIA/cutlass 7107b055, examples/python/CuTeDSL/cute/hopper/kernel/attention/fmha.py and
+  examples/python/CuTeDSL/helpers/.
+Each is called as its own benchmark calls it, its output checked against PyTorch's SDPA, and timed
+by triton.testing.do_bench (L2 flushed before each call, back to back), with PyTorch's flash and cuDNN
+SDPA on the same tensors under the same timer beside it (the faster is 100%, as in the lab's rows);
+JAX's examples by the Mosaic GPU profiler their own benchmark uses (CUPTI, kernels only).
 
     python tools/upstream_attention.py [--out FILE.json] [NAME...]      # names: see EXAMPLES
 """
@@ -70,6 +78,43 @@ def tilelang_example(q, k, v, causal):
     return lambda: kernel(q, k, v)
 
 
+def cute_dsl_example(q, k, v, causal):
+    """CUTLASS's CuTe DSL Hopper FMHA example (examples/python/CuTeDSL/cute/hopper/kernel/attention/
+    fmha.py): its kernel class compiled once on the lab's (B, H, S, D) tensors as zero-copy views in its
+    (S, D, 1, H, B) order, with the settings its docstring runs (64 x 128 tiles, persistent); the scale
+    1/sqrt(D) given (its own default is 1.0); causal as its run() sets it (a window mask, right edge 0)."""
+    import cuda.bindings.driver as cuda
+    import cutlass
+    import cutlass.cute as cute
+    import torch
+    from cutlass.cute.runtime import from_dlpack
+    root = UPSTREAM / "cutlass" / "examples" / "python" / "CuTeDSL"
+    example = load(root / "cute" / "hopper" / "kernel" / "attention" / "fmha.py", "cute_dsl_fmha", root)
+    b, h, s, d = q.shape
+    o = torch.empty_like(q)
+    lse = torch.empty(b, h, s, dtype=torch.float32, device=q.device)
+
+    def view(t):
+        return from_dlpack(t.permute(2, 3, 1, 0).unsqueeze(2), assumed_align=16).mark_layout_dynamic(leading_dim=1)
+
+    tensors = [view(t) for t in (q, k, v, o)]
+    tensors.append(from_dlpack(lse.permute(2, 1, 0).unsqueeze(1).unsqueeze(1), assumed_align=16)
+                   .mark_layout_dynamic(leading_dim=0))
+    tile = (64, 128)
+    masks = example.fmha_utils.MaskEnum
+    mask = masks.WINDOW_MASK if causal or s % tile[1] == 0 else masks.RESIDUAL_MASK
+    kernel = example.HopperFusedMultiHeadAttentionForward(cutlass.Float32, cutlass.Float32, (*tile, d), True, mask)
+    scale = 1 / math.sqrt(d)
+    stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+    args = (*tensors, scale * math.log2(math.e), scale, 1.0, None, cutlass.Int32(0) if causal else None, stream)
+    compiled = cute.compile(kernel, *args)
+
+    def run():
+        compiled(*args)
+        return o
+    return run
+
+
 def pallas_triton(q, k, v, causal):
     """jax.experimental.pallas.ops.gpu.attention.mha: Pallas's Triton-lowered attention op."""
     from jax.experimental.pallas.ops.gpu import attention
@@ -102,7 +147,8 @@ def jax_call(fn, q, k, v):
 
 
 EXAMPLES = {"triton": triton_tutorial, "cutile": cutile_sample, "helion": helion_example,
-            "tilelang": tilelang_example, "pallas-triton": pallas_triton, "pallas-mosaic": pallas_mosaic}
+            "tilelang": tilelang_example, "cute_dsl": cute_dsl_example, "pallas-triton": pallas_triton,
+            "pallas-mosaic": pallas_mosaic}
 
 
 def measure(name, build, case):

@@ -8,13 +8,14 @@
 #       | tar -x -C .upstream/cutile-python
 #   git -C <NVIDIA/cccl> archive 69702a9f63088e9b8b3397ab10621b31338dfaff python/cuda_cccl/benchmarks/compute \
 #       | tar -x -C .upstream/cccl          # == cuda-cccl 1.1.1's segmented reduce
-#   bash tools/upstream_examples.sh OUTDIR [cutile] [cccl] [numba]
+#   bash tools/upstream_examples.sh OUTDIR [cutile] [cccl] [cccl-scan] [numba]
 #
 # cutile: samples/MatMul.py's cutile_matmul timed by the samples' own report_benchmark (back to back),
 #   and test/bench_matmul.py's launcher and torch.matmul timed by its CUDA-graph runner (L2 flushed);
 # cccl: benchmarks/compute/segmented_reduce/variable_sum.py (nvbench, L2 flushed), unmodified on its
 #   own random segment sizes, and with its offsets generator swapped for fixed rows of 256 (the lab's
-#   case); numba: the vector-add kernel of numba-cuda's doc example test_vecadd.py (shipped in the
+#   case); cccl-scan: benchmarks/compute/scan/exclusive/sum.py (nvbench, L2 flushed) at 2^20 and 2^28
+#   float32, as published; numba: the vector-add kernel of numba-cuda's doc example test_vecadd.py (shipped in the
 #   installed wheel), launched as the example does, timed with CUDA events back to back.
 set -uo pipefail
 out=${1:?usage: upstream_examples.sh OUTDIR [cutile] [cccl] [numba]}; shift
@@ -77,6 +78,11 @@ b.add_int64_axis("GuaranteedMaxSegSize", [0, 256])
 bench.run_all_benchmarks(sys.argv)
 EOF
   (cd $d && python rows256.py --md "$out/cccl-rows256.md") 2>&1 | tail -20 | tee "$out/cccl-rows256.txt"
+  ;;
+cccl-scan)   # cuda.compute's own scan benchmark (exclusive sum, nvbench, L2 flushed), float32, 2^28 and 2^20
+  d=.upstream/cccl/python/cuda_cccl/benchmarks/compute/scan/exclusive
+  (cd $d && python sum.py -b base -a "T{ct}=F32" -a "Elements{io}[pow2]=[20,28]" --md "$out/cccl-scan.md") \
+    2>&1 | tail -20 | tee "$out/cccl-scan.txt"
   ;;
 numba)
   python - <<'EOF' 2>&1 | tee "$out/numba-vecadd.txt"
