@@ -43,6 +43,8 @@ class Helion(TorchArrays, TorchStream, Backend):
             import helion  # noqa: F401
         except ImportError as exc:          # e.g. helion 1.5.1 on torch 2.11 (IntelGPUError)
             raise Unavailable(f"helion does not import with torch {torch.__version__}: {exc}") from None
+        if interpreted():
+            interpreter_stand_ins()
 
     def first_build_s(self, problem):
         return 40.0 if self.variant == "" else 1.0       # the autotuner's search (effort quick): 25-57 s (H100)
@@ -60,6 +62,24 @@ class Helion(TorchArrays, TorchStream, Backend):
 
 
 BACKEND = Helion()
+
+
+def interpreter_stand_ins():
+    """Two calls in Helion's generated Triton code that Triton's interpreter runs wrong or slowly, sent
+    to what it runs well (TRITON_INTERPRET=1 only, looked up at each call, where the interpreter has
+    patched triton.language):
+    - libdevice.exp2 (Helion lowers torch.exp2 as Inductor does): the interpreter leaves
+      triton.language.extra.libdevice's stubs as they are, so it returns None
+      (triton-lang/triton#8825); tl.math.exp2 instead.
+    - helion_triton_helpers.max_propagate_nan (torch.amax): a tl.reduce with a combine function of
+      its own, which the interpreter calls once per element in Python (minutes for attention's S = 1000);
+      tl.max instead, a NumPy reduction there (NaN ignored rather than propagated)."""
+    import triton.language as tl
+    from helion.runtime.triton import helpers
+    from triton.language.extra import libdevice
+
+    libdevice.exp2 = lambda x: tl.math.exp2(x)
+    helpers.max_propagate_nan = lambda x, dim: tl.max(x, dim)
 
 
 def prepared(kernel, args, scratch_args, fixed_config, variant):
