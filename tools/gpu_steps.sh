@@ -8,7 +8,7 @@
 #                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
 #                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs, context-probe,
 #                                        lanes-full, lanes-check, demo, profile, faults, check-fixes, verify, sweep,
-#                                        attention, examples
+#                                        attention, scan, examples
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -162,6 +162,12 @@ for step in "$@"; do
         ${RESUME:+--resume} --out "$OUT/$step/part"
       run_profile "$OUT/$step/part/results.json"
       upstream_attention "$OUT/$step" ;;
+    scan)             # scan on every backend that has it, every case, then cuda.compute's own scan benchmark
+      WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
+        run_ways -p scan ${BACKENDS:-} --cases all --compile-repeats 1 --jobs "${JOBS:-4}" --timeout 300 \
+        ${RESUME:+--resume} --out "$OUT/$step/part"
+      run_profile "$OUT/$step/part/results.json"
+      bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;
     examples)         # the tools' own attention examples and cuda.compute's scan benchmark (.upstream/ carried)
       upstream_attention "$OUT/$step"
       bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;
