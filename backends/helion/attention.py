@@ -46,14 +46,16 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor
 
 
 def fixed(head_dim):
-    """block_sizes: (batch x head) rows and query rows a program, keys a step. On a GPU the Hopper shapes
-    of the lab's Triton attention (Triton's fused-attention tutorial): 128 queries, 64 keys, 3 stages,
-    8 warps for head_dim 128. In the interpreter a query tile smaller than a key tile, so that a causal
-    loop's last tile of keys is cut at tile_m.end."""
+    """block_sizes: (batch x head) rows and query rows a program, keys a step. On a GPU 128 queries a
+    program; for head_dim 64 the Hopper shapes of the lab's Triton attention (64 keys, 3 stages, 4 warps);
+    for 128, tiles of 128 keys in 2 stages and 8 warps: with 64-key tiles pipelined, Triton 3.6 fails an
+    assertion in its layout pass (LinearLayout::reshapeOuts) on the reshapes Helion wraps its batched
+    products in. In the interpreter a query tile smaller than a key tile, so that a causal loop's last
+    tile of keys is cut at tile_m.end."""
     if interpreted():
         return helion.Config(block_sizes=[1, 32, 64], num_warps=4, num_stages=1)
     if head_dim >= 128:
-        return helion.Config(block_sizes=[1, 128, 64], num_warps=8, num_stages=3)
+        return helion.Config(block_sizes=[1, 128, 128], num_warps=8, num_stages=2)
     return helion.Config(block_sizes=[1, 128, 64], num_warps=4, num_stages=3)
 
 

@@ -15,7 +15,7 @@ import triton.language as tl
 from backends.base import compiling
 from backends.triton import interpreted
 
-AGGREGATE, PREFIX = 1, 2        # a tile's published status
+AGGREGATE, PREFIX = tl.constexpr(1), tl.constexpr(2)     # a tile's published status
 BLOCK, WARPS = 8192, 8          # elements a program scans, and its warps
 
 
