@@ -1,0 +1,115 @@
+"""Inclusive prefix sum in CUDA C++ (NVRTC), in one pass: CUB's decoupled look-back scan written from its
+block-level parts the way its AgentScan (cub/agent/agent_scan.cuh) puts them together.
+
+A block scans one tile of THREADS x ITEMS elements: cub::BlockLoad (warp-transposed: each warp reads its
+stretch of the tile coalesced, then BlockExchange hands every thread ITEMS consecutive elements, widened to
+float32 on load), cub::BlockScan's InclusiveSum with cub::TilePrefixCallbackOp as the prefix callback (thread 0
+publishes the tile's aggregate in a cub::ScanTileState<float>; the first warp then looks back over the
+predecessors' {status, value} words, 32 tiles a step, until it meets an inclusive prefix, and thread 0
+publishes the tile's own), and cub::BlockStore (warp-transposed). Tile 0 has no predecessor: it scans without the
+callback and publishes its inclusive prefix directly. The last tile is partial: it loads `valid` elements
+(0.0 beyond them) and stores `valid`. Accumulation is float32 for every input type.
+
+Tile ids are blockIdx.x, as CUB's DeviceScanKernel takes them: a tile waits only on lower ids, and blocks
+are dispatched in increasing blockIdx.x, so each tile it waits on is already resident or finished (the
+"thread blocks processing all of the predecessor tiles were scheduled" precondition of
+TilePrefixCallbackOp). CUDA does not promise that order, CUB relies on it; a ticket counter would make it
+formal at one more atomic per tile. The tile states are reset by a second kernel (ScanTileState::
+InitializeStatus, CUB's DeviceScanInitKernel) launched before the scan on every run().
+
+Constraints: one launch covers at most 2^31 - 1 tiles (n < 6.5e12: every case here); n >= 1."""
+import numpy as np
+from cuda.core import LaunchConfig, launch
+
+from backends.nvrtc import CXX_TYPE, compile_cubin, device_arch
+
+SOURCE = r"""
+#include <cub/agent/single_pass_scan_operators.cuh>
+#include <cub/block/block_load.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/block/block_store.cuh>
+#include <cuda/std/functional>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+using TileState = cub::ScanTileState<float>;     // per tile one 8-byte {status, float} word, after a warp of padding
+using Sum = ::cuda::std::plus<>;
+// how long a look-back waits between polls and before its first (ns): CUB's sm90_tuning for float scans
+using LookBackDelay = cub::detail::fixed_delay_constructor_t<688, 1140>;
+
+__global__ void init_tile_state(void* words, int tiles) {
+    TileState state;
+    state.Init(tiles, words, 0);
+    state.InitializeStatus(tiles);               // every tile "not yet", the padding "out of bounds"
+}
+
+template <typename T, int THREADS, int ITEMS>
+__global__ void __launch_bounds__(THREADS) inclusive_scan(const T* __restrict__ x, float* __restrict__ y,
+                                                          long long n, void* words) {
+    constexpr int TILE = THREADS * ITEMS;
+    using Load = cub::BlockLoad<float, THREADS, ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+    using Store = cub::BlockStore<float, THREADS, ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+    using Scan = cub::BlockScan<float, THREADS, cub::BLOCK_SCAN_WARP_SCANS>;
+    using LookBack = cub::TilePrefixCallbackOp<float, Sum, TileState, LookBackDelay>;
+    __shared__ union {                           // the three phases reuse one buffer, a barrier between them
+        typename Load::TempStorage load;
+        struct { typename LookBack::TempStorage look_back; typename Scan::TempStorage scan; } scan;
+        typename Store::TempStorage store;
+    } smem;
+
+    const int tile = blockIdx.x;
+    const long long offset = static_cast<long long>(tile) * TILE;
+    const int valid = static_cast<int>(min(static_cast<long long>(TILE), n - offset));
+    TileState state;
+    state.Init(gridDim.x, words, 0);
+
+    float items[ITEMS];
+    if (valid == TILE) Load(smem.load).Load(x + offset, items);
+    else Load(smem.load).Load(x + offset, items, valid, 0.0f);
+    __syncthreads();
+    if (tile == 0) {
+        float aggregate;
+        Scan(smem.scan.scan).InclusiveSum(items, items, aggregate);
+        if (threadIdx.x == 0 && gridDim.x > 1) state.SetInclusive(0, aggregate);
+    } else {
+        LookBack prefix(state, smem.scan.look_back, Sum{}, tile);
+        Scan(smem.scan.scan).InclusiveSum(items, items, prefix);
+    }
+    __syncthreads();
+    if (valid == TILE) Store(smem.store).Store(y + offset, items);
+    else Store(smem.store).Store(y + offset, items, valid);
+}
+"""
+
+# cub/device/dispatch/tuning/tuning_scan.cuh (CCCL 3.0), sm90_tuning<float, plus>: 128 threads x 24 items,
+# warp-transposed load and store; AgentScan's accumulator is float32 for 16-bit inputs too, so the same tile.
+THREADS, ITEMS = 128, 24
+TILE = THREADS * ITEMS
+INIT_THREADS = 128            # dispatch_scan.cuh: INIT_KERNEL_THREADS
+STATE_PADDING = 32            # ScanTileState::TILE_STATUS_PADDING: words before tile 0 a first look-back window reads
+STATE_WORD_BYTES = 8          # ScanTileState<float>::TxnWord (uint2: status, value)
+
+
+def kernel_name(case):
+    return ("init_tile_state", f"inclusive_scan<{CXX_TYPE[case.dtype]}, {THREADS}, {ITEMS}>")
+
+
+def build(case, inputs, outputs, stream, variant=""):
+    import cupy                   # here, not at the top: an export (no GPU) imports this file without CuPy
+    x, y = inputs["x"], outputs["y"]
+    n = x.shape[0]
+    tiles = -(-n // TILE)
+    init_name, scan_name = kernel_name(case)
+    code = compile_cubin(SOURCE, (init_name, scan_name), device_arch())
+    init, scan = code.get_kernel(init_name), code.get_kernel(scan_name)
+    words = cupy.empty((STATE_PADDING + tiles) * STATE_WORD_BYTES, dtype=cupy.uint8)
+    init_config = LaunchConfig(grid=-(-tiles // INIT_THREADS), block=INIT_THREADS)
+    scan_config = LaunchConfig(grid=tiles, block=THREADS)
+    init_args = (words.data.ptr, np.int32(tiles))
+    scan_args = (x.data.ptr, y.data.ptr, np.int64(n), words.data.ptr)
+
+    def run():
+        launch(stream, init_config, init, *init_args)
+        launch(stream, scan_config, scan, *scan_args)
+
+    return run
