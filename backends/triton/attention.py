@@ -1,14 +1,14 @@
 """Attention forward in Triton, FlashAttention-2's way as Triton's fused-attention tutorial teaches it
 on Hopper: a program per (block of queries, batch x head); Q, K, V and O through tensor descriptors
-made on the device (TMA over each head's (S, D) rows: a tile past the sequence's end reads zeros and stores
-nothing);
-scores by tl.dot into float32, scaled by scale * log2(e) for exp2; an online softmax (running maximum
-and sum); P cast to the input dtype for the second tl.dot. As the tutorial splits its loop, whole key
+made on the device (TMA over each head's (S, D) rows: a tile past the sequence's end reads zeros and
+stores nothing); scores by tl.dot into float32, scaled by scale * log2(e) for exp2; an online softmax
+(running maximum and sum); P cast to the input dtype for the second tl.dot. As the tutorial splits its loop, whole key
 blocks before the diagonal (causal) or the sequence's end take no mask and the rest (the diagonal
 blocks, the last partial block) are masked in the scores; a causal program stops after its diagonal.
-The unmasked loop is warp-specialised on Hopper (producer warps issue the loads) where the tutorial's
-benchmark uses it, the non-causal case; the block shapes are autotuned over the tutorial's Hopper
-candidates."""
+The loop is warp-specialised on Hopper (producer warps issue the loads) where the tutorial's benchmark
+uses it, the non-causal case, when no key block is partial (Triton 3.6's warp-specialisation pass fails
+on the kernel with a second, masked loop); the block shapes are autotuned over Hopper candidates of the
+tutorial's."""
 import math
 
 import torch
