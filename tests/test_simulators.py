@@ -1,5 +1,6 @@
 """What runs without a GPU beyond NumPy, through the real harness: the numba_simt kernels on
-numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1, small float32 test cases), the Triton kernels on
+numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1, small float32 test cases; attention, which has no
+float32 cases: its small float16 ones), the Triton kernels on
 Triton's interpreter (TRITON_INTERPRET=1, small fp32/fp16 test cases on CPU tensors) and the Warp
 tile kernels on Warp's CPU device (the warp_tiles[cpu] variant, small test cases) and the JAX Pallas
 kernels (Triton lowering) in Pallas's interpreter (WAYS_PALLAS_INTERPRET=1), and the Helion kernels
@@ -13,7 +14,7 @@ import problems
 from tests.conftest import run_lab
 
 # backend -> (module, environment switch, word in the reason for what it skips, dtypes it runs)
-TOOLS = {"numba_simt": ("numba", "NUMBA_ENABLE_CUDASIM", "simulator", {"float32"}),
+TOOLS = {"numba_simt": ("numba", "NUMBA_ENABLE_CUDASIM", "simulator", {"attention": {"float16"}, "": {"float32"}}),
          "triton": ("triton", "TRITON_INTERPRET", "interpreter", {"float32", "float16"}),
          "warp_tiles[cpu]": ("warp", None, "CPU device", {"float32", "float16", "bfloat16"}),
          "jax_pallas": ("jax", "WAYS_PALLAS_INTERPRET", "interpreter", {"float32", "float16", "bfloat16"}),

@@ -6,8 +6,11 @@ memory-bound kernels view their arrays on the host as uint64 words (DeviceNDArra
 unpack each word into 2 (float32) or 4 (float16, bfloat16) float32 values. On the GPU the bit
 reinterpretations are LLVM bitcasts through numba's @intrinsic (no C++ shims, no libdevice call):
 half bits <-> float32 is cvt.f32.f16 / cvt.rn.f16.f32, int <-> float32 is free, and load2 / store2
-move two words as one <2 x i64> (ld/st.global.v2.u64, 16 bytes). The CUDA simulator has no
-@intrinsic: there these few are NumPy views and all the rest is the same code."""
+move two words as one <2 x i64> (ld/st.global.v2.u64, 16 bytes); load4 / store4 / store1 index
+float32 arrays (shared memory) with no negative-index wraparound, load4 / store4 four floats as one
+<4 x float> (ld/st.shared.v4.f32). The CUDA simulator has no @intrinsic: there these few are NumPy
+views or plain indexing and all the rest is the same code. allow_dynamic_shared lets a kernel take
+more than 48 KiB of dynamic shared memory."""
 import numba
 import numpy as np
 from numba import cuda
@@ -21,6 +24,22 @@ def compile_for(kernel, *args):
     if not cuda_simulator():
         with compiling():      # numba's compile runs on the CPU: another worker may time meanwhile
             kernel.compile(tuple(numba.typeof(a) for a in args))
+
+
+DEFAULT_SHARED_BYTES = 48 * 1024      # shared memory a block may take without opting in
+
+
+def allow_dynamic_shared(kernel, args, nbytes):
+    """Let `kernel` (compiled for these arguments) launch with `nbytes` of dynamic shared memory: past
+    48 KiB a kernel must opt in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES). numba-cuda 0.30 has no
+    public call for it (NVIDIA/numba-cuda#94): this sets the attribute on the loaded kernel as numba's
+    own shared_memory_carveout option does (driver.cuKernelSetAttribute on its handle and device)."""
+    if cuda_simulator() or nbytes <= DEFAULT_SHARED_BYTES:
+        return
+    from numba.cuda.cudadrv.driver import binding, driver
+    cufunc = kernel.overloads[tuple(numba.typeof(a) for a in args)]._codelibrary.get_cufunc()
+    attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    driver.cuKernelSetAttribute(attr, nbytes, cufunc.handle, cufunc.device.id)
 
 
 @cuda.jit(device=True, inline=True)
@@ -73,6 +92,17 @@ if cuda_simulator():     # no @intrinsic there: the reinterpretations as NumPy v
     def store2(words, j, lo, hi):
         words[j] = lo
         words[j + 1] = hi
+
+    def load4(a, i):
+        """a[i .. i + 3] (i a multiple of 4) of a float32 array: one 16-byte load on the GPU."""
+        return a[i], a[i + 1], a[i + 2], a[i + 3]
+
+    def store4(a, i, x0, x1, x2, x3):
+        a[i], a[i + 1], a[i + 2], a[i + 3] = x0, x1, x2, x3
+
+    def store1(a, i, x):
+        """a[i] = x, i >= 0: no negative-index wraparound on the GPU."""
+        a[i] = x
 else:
     from llvmlite import ir
     from numba.core import types
@@ -156,6 +186,55 @@ else:
             builder.store(vec, _word_ptr(context, builder, sig.args[0], args[0], args[1]), align=16)
             return context.get_dummy_value()
         return types.void(words, j, lo, hi), codegen
+
+    # float32 arrays (shared memory above all) indexed with no wraparound: numba indexes with a signed
+    # integer as a[i + len(a)] when i < 0, selects NVVM cannot drop (for a dynamic shared array they
+    # cost more instructions than the loads), and loads 4 floats one by one; these take i >= 0 (and i
+    # a multiple of 4, the array 16-byte aligned, for the vectors: ld/st.shared.v4.f32)
+    def _f32_array(a):
+        return isinstance(a, types.Array) and a.dtype == types.float32 and a.layout == "C"
+
+    def _f32_ptr(context, builder, arrty, arr, i, lanes):
+        ary = context.make_array(arrty)(context, builder, arr)
+        ptr = builder.gep(ary.data, [i])
+        return builder.bitcast(ptr, ir.PointerType(ir.VectorType(ir.FloatType(), lanes))) if lanes else ptr
+
+    @intrinsic
+    def load4(typingctx, a, i):
+        if not (_f32_array(a) and isinstance(i, types.Integer)):
+            return None
+        quad = types.UniTuple(types.float32, 4)
+
+        def codegen(context, builder, sig, args):
+            vec = builder.load(_f32_ptr(context, builder, sig.args[0], args[0], args[1], 4), align=16)
+            return context.make_tuple(builder, quad, [builder.extract_element(vec, ir.Constant(ir.IntType(32), k))
+                                                      for k in range(4)])
+        return quad(a, i), codegen
+
+    @intrinsic
+    def store4(typingctx, a, i, x0, x1, x2, x3):
+        if not (_f32_array(a) and a.mutable and isinstance(i, types.Integer)):
+            return None
+
+        def codegen(context, builder, sig, args):
+            vec = ir.Constant(ir.VectorType(ir.FloatType(), 4), ir.Undefined)
+            for k in range(4):
+                x = context.cast(builder, args[2 + k], sig.args[2 + k], types.float32)
+                vec = builder.insert_element(vec, x, ir.Constant(ir.IntType(32), k))
+            builder.store(vec, _f32_ptr(context, builder, sig.args[0], args[0], args[1], 4), align=16)
+            return context.get_dummy_value()
+        return types.void(a, i, x0, x1, x2, x3), codegen
+
+    @intrinsic
+    def store1(typingctx, a, i, x):
+        if not (_f32_array(a) and a.mutable and isinstance(i, types.Integer)):
+            return None
+
+        def codegen(context, builder, sig, args):
+            v = context.cast(builder, args[2], sig.args[2], types.float32)
+            builder.store(v, _f32_ptr(context, builder, sig.args[0], args[0], args[1], 0), align=4)
+            return context.get_dummy_value()
+        return types.void(a, i, x), codegen
 
 
 # -- one float32 from / to its storage bits (the low bits of a word) -----------------------------
