@@ -7,10 +7,10 @@ pytest.importorskip("warp")
 
 import problems                                              # noqa: E402
 from backends.base import Unavailable                        # noqa: E402
-from backends.warp_tiles import elementwise, gemm, segreduce  # noqa: E402
+from backends.warp_tiles import attention, elementwise, gemm, segreduce  # noqa: E402
 from harness.run.session import Session                      # noqa: E402
 
-P, S, E = gemm.Tiles, segreduce.Plan, elementwise.Plan
+P, S, E, A = gemm.Tiles, segreduce.Plan, elementwise.Plan, attention.Plan
 PLANS = [
     ("gemm", "129x257x65-bfloat16", {"tiles": P(64, 64, 32, 128)}),
     ("gemm", "129x257x65-float16", {"tiles": P(32, 64, 16, 64)}),
@@ -27,6 +27,11 @@ PLANS = [
     # whole 16-byte-aligned tiles: loads without bounds or alignment checks (aligned=True)
     ("segreduce", {"rows": 5, "cols": 8192}, {"plan": S("shared", 1, 4096, 128)}),
     ("elementwise", {"n": 65536 + 7}, {"plan": E(256, 2048, 64)}),
+    # query and key blocks of different sizes: a causal block's last key blocks lie inside it (BM > BN)
+    # or cross past its last query (BM < BN)
+    ("attention", "2x2x127x64-causal-bfloat16", {"plan": A(32, 16, 64)}),
+    ("attention", "1x2x1000x64-causal-float16", {"plan": A(16, 64, 64)}),
+    ("attention", "2x1x127x128-full-float16", {"plan": A(64, 32, 128)}),
 ]
 
 
@@ -48,7 +53,8 @@ def test_plan_on_cpu(session, problem, case, options):
 
 
 @pytest.mark.parametrize("problem,case", [("gemm", "129x257x65-float32"), ("segreduce", "37x4097-float32"),
-                                          ("elementwise", "100003-float16")])
+                                          ("elementwise", "100003-float16"),
+                                          ("attention", "1x2x17x64-causal-float16")])
 def test_compiles_with_the_gpu_released(session, problem, case, monkeypatch, tmp_path):
     """Warp compiles a module at its first launch_tiled: build() must compile it first, inside
     compiling(), or the compile (24 s for a cuBLASDx GEMM) holds the GPU that other workers' timers

@@ -17,13 +17,18 @@ CRIT = Criterion(min_samples=10, min_time_s=0.2, timeout_s=4.0)
 
 def reference_ms(problem: str, case, session, sessions: dict) -> tuple[str, float]:
     """The reference's cold time, after 2 s of it as the GPU's warm-up. `sessions` keeps the torch
-    session a GEMM reference needs; the copy runs on `session`'s device."""
+    sessions a GEMM or attention reference needs; the copy runs on `session`'s device."""
     from harness.run.session import Session
     if problem == "gemm":
         if "torch" not in sessions:
             sessions["torch"] = Session("array_api", "torch")
         s = sessions["torch"]
         label, run = "cuBLAS (torch.matmul)", s.prepare(problems.get(problem), case, 0).run
+    elif problem == "attention":
+        if "sdpa" not in sessions:
+            sessions["sdpa"] = Session("torch_sdpa", "flash")
+        s = sessions["sdpa"]
+        label, run = "PyTorch SDPA (flash)", s.prepare(problems.get(problem), case, 0).run
     else:
         s = session
         src, dst = (s.device.device.allocate(1 << 30, stream=s.device.stream) for _ in range(2))

@@ -1,10 +1,11 @@
 """Which plan each Warp tile kernel takes: candidates for backends/warp_tiles (GEMM tile shapes,
-block_dim and cuBLASDx or not; row-sum and elementwise plans), compiled ahead in parallel threads,
-each built by the lab's Session on a bench case, checked against the float64 reference and
+block_dim and cuBLASDx or not; row-sum, elementwise and attention plans), compiled ahead in parallel
+threads, each built by the lab's Session on a bench case, checked against the float64 reference and
 timed cold (L2 flushed, CUDA events: the lab's EventEngine) beside the reference measured the
-same way in the same process: cuBLAS (torch.matmul) for GEMM, a 1 GiB device copy for the rest.
+same way in the same process: cuBLAS (torch.matmul) for GEMM, PyTorch's flash SDPA for attention,
+a 1 GiB device copy for the rest.
 
-    python -m tools.warp_tiles_sweep gemm segreduce elementwise --out DIR [--dtype float16 ...] [--match RE]
+    python -m tools.warp_tiles_sweep gemm segreduce elementwise attention --out DIR [--dtype float16 ...] [--match RE]
 
 Writes DIR/sweep.json as it goes and prints a table per case, best first. The winners go into
 the BEST tables of backends/warp_tiles by hand; `python -m tools.sweep_table` turns sweep.json
@@ -65,6 +66,18 @@ def elementwise_candidates(dtype):
          if 4 <= t // bd <= 128]
 
 
+def attention_candidates(head_dim):
+    """(BM, BN, block_dim), a cuBLASDx build each (two tile_matmul shapes). Shared memory holds Q, K and V,
+    three float32 (BM x BN) tiles (S, S masked, P), P in 16 bits and the float32 (BM x D) product P V:
+    at head dim 128, 64 x 64 tiles take 138 KB (one block a multiprocessor), 64 x 32 and 32 x 64 under
+    100 KB (two), 128 x 64 over the 227 KB a block may have."""
+    from backends.warp_tiles.attention import Plan
+    shapes = [(64, 64, 128), (64, 64, 256), (64, 32, 128), (32, 64, 64), (128, 32, 256)]
+    if head_dim <= 64:
+        shapes += [(128, 64, 256)]
+    return [{"plan": Plan(*s)} for s in shapes]
+
+
 def cases(problem: str, dtypes: list[str] | None, match: str | None = None) -> list[tuple[str, list[dict]]]:
     """(bench case, candidates) for one problem; `match`: only candidates whose repr it finds."""
     prob = problems.get(problem)
@@ -79,6 +92,8 @@ def cases(problem: str, dtypes: list[str] | None, match: str | None = None) -> l
             out.append((c.name, segreduce_candidates(c.shape["cols"])))
         elif problem == "elementwise":
             out.append((c.name, elementwise_candidates(c.dtype)))
+        elif problem == "attention":
+            out.append((c.name, attention_candidates(c.shape["D"])))
     if match:
         out = [(name, [o for o in cands if re.search(match, repr(o))]) for name, cands in out]
     return [(name, cands) for name, cands in out if cands]
@@ -130,7 +145,7 @@ def sweep(problem: str, dtypes, match, out: Path, rows: list) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tools.warp_tiles_sweep", description=__doc__.splitlines()[0])
-    ap.add_argument("problems", nargs="+", choices=["gemm", "segreduce", "elementwise"])
+    ap.add_argument("problems", nargs="+", choices=["gemm", "segreduce", "elementwise", "attention"])
     ap.add_argument("--dtype", action="append", help="only these dtypes (repeatable)")
     ap.add_argument("--match", help="only candidates whose repr this regular expression finds, e.g. 'mathdx=False'")
     ap.add_argument("--out", type=Path, required=True)
