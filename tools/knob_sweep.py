@@ -1,13 +1,15 @@
 """Which knobs an implementation takes, for those whose build() takes keyword knobs (CuTe DSL GEMM:
 tile, cluster, tile order; nvrtc elementwise: kernel shape; nvrtc[cutlass]: CUTLASS tile and
-cluster; cuTile GEMM: tile, hints, persistent, prefetch): each candidate built by the lab's Session
-on a bench case, checked against the float64 reference and timed cold beside the reference timed
-the same way in the same process (cuBLAS for GEMM, the 1 GiB copy for the rest: tools/sweep.py).
+cluster; cuTile GEMM: tile, hints, persistent, prefetch; cuTile attention: tile, hints, prefetch):
+each candidate built by the lab's Session on a bench case, checked against the float64 reference and
+timed cold beside the reference timed the same way in the same process (cuBLAS for GEMM, the 1 GiB
+copy for the rest: tools/sweep.py).
 
     python -m tools.knob_sweep cute_dsl gemm --out DIR [--case NAME ...] [--variant tvm_ffi]
     python -m tools.knob_sweep nvrtc elementwise --out DIR
     python -m tools.knob_sweep nvrtc gemm --variant cutlass --out DIR
     python -m tools.knob_sweep cutile gemm --out DIR; ... --variant tf32x3 --case 4096x4096x4096-float32
+    python -m tools.knob_sweep cutile attention --out DIR
 
 Writes DIR/sweep.json as it goes and prints a table per case, best first; winners go into the
 implementation's defaults by hand.
@@ -63,12 +65,28 @@ def cutile_gemm(case, variant):
             for lat in (0, 8)]
 
 
+def cutile_attention(case, variant):
+    """128-query tiles in two consumer warpgroups (num_worker_warps=8, the default) with 128- or 64-key
+    tiles, the sample's 128 x 128 at two blocks an SM (it spills at D = 128), 64-query tiles at two or
+    three blocks an SM, and at D = 64 128 x 256; the loads' prefetch hints the sample's (K 2, V 4) or
+    the compiler's."""
+    shapes = [((128, 128), {"num_worker_warps": 8}), ((128, 64), {"num_worker_warps": 8}),
+              ((128, 128), {"occupancy": 2}), ((64, 128), {"occupancy": 2}), ((64, 128), {"occupancy": 3})]
+    if case.shape["D"] == 64:
+        shapes.append(((128, 256), {"num_worker_warps": 8}))
+    return [{"tile": t, "hints": h, "latency": lat} for t, h in shapes for lat in ((2, 4), (0, 0))]
+
+
 GEMM_CASES = ("8192x8192x8192-bfloat16", "8192x8192x8192-float16", "4096x4096x4096-bfloat16",
               "16384x16384x512-bfloat16")
 CANDIDATES = {("cute_dsl", "gemm"): (cute_dsl_gemm, GEMM_CASES),
               ("nvrtc", "gemm"): (nvrtc_cutlass_gemm, GEMM_CASES),       # with --variant cutlass
               ("cutile", "gemm"): (cutile_gemm, ("8192x8192x8192-bfloat16", "8192x8192x8192-float16",
                                                  "4096x4096x4096-float32")),
+              ("cutile", "attention"): (cutile_attention, ("4x32x4096x128-full-bfloat16",
+                                                           "4x32x4096x128-causal-bfloat16",
+                                                           "16x16x1024x64-full-bfloat16",
+                                                           "1x16x16384x128-causal-bfloat16")),
               ("nvrtc", "elementwise"): (nvrtc_elementwise, ("268435456-float32", "268435456-float16",
                                                              "268435456-bfloat16"))}
 
