@@ -201,9 +201,9 @@ def test_quick_runs_each_problems_quick_cases_and_marks_its_rows(tmp_path):
     doc = json.loads((tmp_path / "all" / "results.json").read_text())
     assert sorted((x["problem"], x["status"]) for x in doc["records"]) == \
         [("attention", "not_applicable"), ("elementwise", "ok"), ("gemm", "not_applicable"),
-         ("segreduce", "ok")]                                                        # NumPy has no bfloat16
+         ("scan", "ok"), ("segreduce", "ok")]                                        # NumPy has no bfloat16
     logs = sorted(p.name for p in (tmp_path / "all" / "logs").glob("array_api*.log"))
-    assert logs == ["array_api[numpy].attention+elementwise+gemm+segreduce.log"]   # one worker for its problems
+    assert logs == ["array_api[numpy].attention+elementwise+gemm+scan+segreduce.log"]   # one worker for its problems
     bad = ways("run", "--quick", "--case", "37x4097-float32", "--out", str(tmp_path / "never"))
     assert bad.returncode == 2 and "--quick picks its own cases" in bad.stderr
 
