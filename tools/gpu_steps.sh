@@ -32,7 +32,7 @@ print("\n".join(profile_lines(doc)))' "$1" || true; }
 
 # each attention example in a process of its own, with its tool's site where it has one (EXAMPLES: which)
 upstream_attention() {
-  for ex in ${EXAMPLES:-triton cutile helion tilelang cute_dsl pallas-triton pallas-mosaic}; do
+  for ex in ${EXAMPLES-triton cutile helion tilelang cute_dsl pallas-triton pallas-mosaic}; do   # EXAMPLES="": none
     case $ex in cutile) site=$CUTILE_SITE ;; tilelang) site=${TILELANG_SITE:-/tmp/tilelang-site} ;; *) site= ;; esac
     PYTHONPATH=${site:+$site:}$PYTHONPATH PATH=${site:+$site/nvidia/cu13/bin:}$PATH timeout 300 \
       python tools/upstream_attention.py $ex --out "$1/upstream-$ex.json" 2>&1 | tail -12
