@@ -1,6 +1,7 @@
 """jax_pallas without a GPU, beyond what test_simulators runs through the harness: every case
 (bench ones too) lowered for an abstract H100, and the Mosaic GPU kernels on tile-aligned shapes
-in JAX's GPU interpreter (no test case of the lab is tile-aligned for them)."""
+in JAX's GPU interpreter (of the lab's test cases only attention's S = 1000 ones are aligned for them,
+and they are slow to interpret)."""
 import functools
 import importlib.util
 
@@ -71,3 +72,36 @@ def test_mosaic_gpu_elementwise_takes_only_whole_16_byte_tails():
     assert "16-byte" in supports(case(1004, "bfloat16"), "mosaic_gpu")
     assert supports(case(1004, "float32"), "mosaic_gpu") is None
     assert supports(case(2**28, "float16"), "mosaic_gpu") is None
+
+
+@pytest.mark.parametrize("causal", [0, 1])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_mosaic_gpu_attention_in_the_interpreter(monkeypatch, dtype, causal):
+    """The warp-specialised kernel (memory warpgroup, K/V ring, turns, the causal early end) on
+    S = 136: a partial key tile and a query block half past S, checked against the problem's own
+    bound. The interpreter runs P V as a jnp.dot (it has no run_state, no wgmma from registers)."""
+    monkeypatch.setenv("WAYS_PALLAS_INTERPRET", "1")
+    if not _jax_at_least(0, 11):
+        pytest.skip("JAX < 0.11's GPU interpreter does not simulate TMA bounds")
+    import jax
+    from backends.jax_pallas import attention, jax_dtype
+    from problems.attention import _case
+    from problems.base import decode
+    problem = problems.get("attention")
+    case = _case("test", 1, 2, 136, 64, causal, dtype)
+    inputs = problem.make_inputs(case, seed=3)
+    q, k, v = (jax.numpy.asarray(decode(inputs[n], dtype, np.float32)).astype(jax_dtype(dtype)) for n in "qkv")
+    o = jax.jit(functools.partial(attention.attention, causal=bool(causal), variant="mosaic_gpu"))(q, k, v)
+    expected = problem.reference(case, inputs)["o"]
+    err = np.abs(np.asarray(o, np.float64) - expected.value)
+    worst = (err / expected.bound).max()
+    assert (err <= expected.bound).all(), f"max |err| {err.max():.3e}, worst err/bound {worst:.2f}"
+
+
+def test_mosaic_gpu_attention_takes_whole_8_row_tiles():
+    from backends.jax_pallas.attention import supports
+    from problems.attention import _case
+    for s in (1, 17, 127):
+        assert "8-row" in supports(_case("test", 1, 1, s, 64, 1, "bfloat16"), "mosaic_gpu")
+    assert supports(_case("test", 1, 1, 1000, 128, 0, "float16"), "mosaic_gpu") is None
+    assert supports(_case("test", 1, 1, 17, 64, 1, "bfloat16"), "") is None
