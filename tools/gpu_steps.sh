@@ -158,13 +158,13 @@ for step in "$@"; do
     attention)        # attention on every backend that has it, every case (BACKENDS="-b x -b y": those only),
                       # then the tools' own attention examples (the examples step)
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
-        run_ways -p attention ${BACKENDS:-} --cases all --compile-repeats 1 --jobs "${JOBS:-4}" --timeout 300 \
+        run_ways -p attention ${BACKENDS:-} --cases all --compile-repeats 1 --jobs "${JOBS:-4}" --timeout "${TIMEOUT:-300}" \
         ${RESUME:+--resume} --out "$OUT/$step/part"
       run_profile "$OUT/$step/part/results.json"
       upstream_attention "$OUT/$step" ;;
     scan)             # scan on every backend that has it, every case, then cuda.compute's own scan benchmark
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
-        run_ways -p scan ${BACKENDS:-} --cases all --compile-repeats 1 --jobs "${JOBS:-4}" --timeout 300 \
+        run_ways -p scan ${BACKENDS:-} --cases all --compile-repeats 1 --jobs "${JOBS:-4}" --timeout "${TIMEOUT:-300}" \
         ${RESUME:+--resume} --out "$OUT/$step/part"
       run_profile "$OUT/$step/part/results.json"
       bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;
