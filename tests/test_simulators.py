@@ -16,7 +16,8 @@ from tests.conftest import run_lab
 # backend -> (module, environment switch, word in the reason for what it skips, dtypes it runs)
 TOOLS = {"numba_simt": ("numba", "NUMBA_ENABLE_CUDASIM", "simulator", {"attention": {"float16"}, "": {"float32"}}),
          "triton": ("triton", "TRITON_INTERPRET", "interpreter", {"float32", "float16"}),
-         "warp_tiles[cpu]": ("warp", None, "CPU device", {"float32", "float16", "bfloat16"}),
+         # wp.utils.array_scan writes its input's dtype: Warp's scan takes float32 only
+         "warp_tiles[cpu]": ("warp", None, "CPU device", {"scan": {"float32"}, "": {"float32", "float16", "bfloat16"}}),
          "jax_pallas": ("jax", "WAYS_PALLAS_INTERPRET", "interpreter", {"float32", "float16", "bfloat16"}),
          # Triton's interpreter mishandles bf16 tl.dot: Helion's bf16 GEMM and attention are not applicable there
          "helion[fixed]": ("helion", "TRITON_INTERPRET", "interpreter",
@@ -42,5 +43,5 @@ def test_kernels_without_a_gpu(tmp_path, monkeypatch, backend, problem):
         dtypes = dtypes.get(problem, dtypes[""])
     dtypes = dtypes & set(problems.get(problem).dtypes)
     assert ran and {r["dtype"] for r in ran} == dtypes and all(len(r["seeds"]) == 3 for r in ran)
-    skipped = [r for r in rows if r["status"] == "not_applicable"]
-    assert all(word in r["reason"] for r in skipped)
+    skipped = [r for r in rows if r["status"] == "not_applicable" and r["dtype"] in dtypes]
+    assert all(word in r["reason"] for r in skipped)           # (other dtypes: the tool's own reasons)
