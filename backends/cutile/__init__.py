@@ -8,8 +8,6 @@ it on their PYTHONPATH and PATH.
 
 Variant "tf32x3" (GEMM): float32 as three TF32 tensor-core products (backends/cutile/gemm.py)."""
 
-import numpy as np
-
 from backends.base import Backend, TorchArrays, Unavailable
 from problems.base import DTYPES
 
@@ -49,7 +47,7 @@ class CuTile(TorchArrays, Backend):
         from backends import implementation
         module, s, dt = implementation(self.name, problem), case.shape, case.dtype
         if hasattr(module, "export"):         # the implementation file compiles its own kernels
-            return module.export(case, self.variant, self.aot_target)
+            return super().export(problem, case)
         if problem == "elementwise":
             kernel, params = module.axpy, [*[array_param(dt, (s["n"],))] * 3, ScalarConstraint(ct.float32), module.TILE]
         elif problem == "segreduce":
@@ -91,7 +89,7 @@ def array_param(dtype: str, shape: tuple[int, ...]):
     (16-byte aligned base; which strides and extents divide by 16 bytes / 16 elements)."""
     import cuda.tile as ct
     from cuda.tile.compilation import ArrayConstraint
-    itemsize = DTYPES[dtype].itemsize if dtype in DTYPES else np.dtype(dtype).itemsize   # int64: a counter
+    itemsize = DTYPES[dtype].itemsize
     strides = [1] * len(shape)
     for d in range(len(shape) - 2, -1, -1):
         strides[d] = strides[d + 1] * shape[d + 1]
