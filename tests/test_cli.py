@@ -295,7 +295,7 @@ def test_an_interrupted_run_goes_on_with_resume(tmp_path, bad_backends):
            "--out", str(out)]
     _interrupted_while_broken_hangs([*sel, "--timeout", "120"], out)
     first = json.loads((out / "results.json").read_text())
-    kept = {records.record_key(r): r for r in first["records"] if r["status"] != "failed"}
+    kept = {records.record_key(r): r for r in first["records"] if r["status"] not in ("failed", "skipped")}
     assert not first["run"]["complete"] and any(k[0] == "array_api" for k in kept)
     assert (out / ".crosscheck-outputs" / "segreduce").is_dir()
 
@@ -315,6 +315,26 @@ def test_an_interrupted_run_goes_on_with_resume(tmp_path, bad_backends):
     assert not (out / ".crosscheck-outputs").exists()                # taken back for the cross-check
     again = ways("run", *sel, "--resume")
     assert again.returncode == 2 and "is complete" in again.stderr
+
+
+def test_resume_redoes_failed_and_skipped_rows_and_errored_compiles(tmp_path):
+    """A row kept by --resume is a measurement: a failed one and those skipped after it timed out are
+    run again, and so is a compile-time process that died; one with nothing to time is not."""
+    from harness.results import records
+    from harness.run import resume
+    rows = [{"backend": "b", "variant": "", "problem": "scan", "case": f"c{i}", "status": status, "compile": None}
+            for i, status in enumerate(("ok", "wrong", "failed", "skipped", "not_applicable", "unavailable"))]
+    lines = [{"type": "run", "environment": {}, "run": {}},
+             *({"type": "record", "record": r} for r in rows),
+             {"type": "compile", "backend": "b", "variant": "", "problem": "scan", "compile": {"error": "SIGKILL"}},
+             {"type": "compile", "backend": "b", "variant": "x", "problem": "scan",
+              "compile": {"case": None, "not_applicable": "unavailable: no CPU compiler"}},
+             {"type": "compile", "backend": "b", "variant": "y", "problem": "scan", "compile": {"cold_s": 1.0}}]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    done = resume.measured(tmp_path)
+    assert {k[3] for k in done.rows} == {"c0", "c1", "c4", "c5"}
+    assert done.compiles == {("b", "x", "scan"), ("b", "y", "scan")}
+    assert records.read_jsonl(tmp_path / "results.jsonl")[1]["record"]["status"] == "ok"
     nothing = ways("run", "-p", "segreduce", "--resume", "--out", str(tmp_path / "empty"))
     assert nothing.returncode == 2 and "no run to go on with" in nothing.stderr
 
@@ -328,3 +348,13 @@ def test_a_cli_piped_into_head_exits_quietly(command):
     _, err = proc.communicate(timeout=120)
     assert err == b"", err.decode()
     assert proc.returncode in (0, 1)        # rich's console ends a broken pipe with exit 1 itself
+
+
+def test_a_compile_process_of_an_unavailable_tool_has_nothing_to_time():
+    """A compile-time process whose tool is unavailable here (no GPU in CI) says so, and its record
+    holds no error: --resume does not start it again, and the report shows no compile failure."""
+    r = subprocess.run([sys.executable, "-m", "harness.run.worker", "compile", "--backend", "cuda_coop",
+                        "--problem", "segreduce"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    line = json.loads(r.stdout)
+    assert line["not_applicable"].startswith("unavailable: "), line

@@ -11,6 +11,9 @@ from backends.base import (Backend, StreamHandle, Unavailable, TorchArrays, cupy
 
 _TOOL = {"numpy": "numpy", "cupy": "cupy", "torch": "torch"}
 NUMPY_FP16_MACS = 2**25      # beyond it a NumPy float16 product takes minutes
+# beyond it NumPy's materialised attention takes tens of seconds a call (30 s at 4x32x4096x128 on the
+# H100 node's CPU: two float32 products of B*H*S*S*D each, and the S*S scores written out in between)
+NUMPY_ATTENTION_MACS = 2**32
 CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION = 16      # cublasMath_t (cublas_api.h); CuPy has no name for it
 
 
@@ -53,6 +56,10 @@ class ArrayAPI(Backend):
         if (self.variant == "numpy" and case.dtype == "float16" and "K" in case.shape      # a product over K
                 and math.prod(case.shape.values()) > NUMPY_FP16_MACS):
             return "NumPy's float16 matmul has no BLAS path (about 0.1 GFLOP/s)"
+        if self.variant == "numpy" and {"S", "D"} <= case.shape.keys():
+            b, h, seq, d = (case.shape[k] for k in ("B", "H", "S", "D"))
+            if b * h * seq * seq * d > NUMPY_ATTENTION_MACS:
+                return "NumPy's materialised attention on the CPU: tens of seconds a call at this size"
         return None
 
     def to_device(self, a, dtype):

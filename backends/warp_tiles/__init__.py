@@ -37,7 +37,14 @@ class WarpTiles(Backend):
             raise Unavailable(f"Warp {wp.__version__} sees no CUDA device")
 
     def first_build_s(self, problem):
+        if problem == "attention":        # two cuBLASDx products in one kernel: 66 s cold beside --jobs workers
+            return 66.0
         return 22.0 if problem == "gemm" and self.variant != "no_mathdx" else 1.0     # cuBLASDx GEMM: 22 s cold
+
+    def build_key(self, problem, case):
+        if problem == "attention":        # a kernel per dtype, head dim and mask
+            return case.dtype, case.shape["D"], case.shape["causal"]
+        return super().build_key(problem, case)
 
     def supports(self, case):
         if self.variant == "cpu" and (case.kind != "test" or math.prod(case.shape.values()) > CPU_WORK):

@@ -41,8 +41,8 @@ def measure(impl: Impl, scratch: Path, log: Path, repeats: int, timeout: float, 
     try:
         caches = [Path(tempfile.mkdtemp(dir=scratch, prefix="cache-")) for _ in range(repeats)]
         for r in processes(caches):
-            if r.get("not_applicable"):
-                return {"case": None, "error": r["not_applicable"]}
+            if r.get("not_applicable"):            # no case it takes, or the tool is unavailable here
+                return {"case": None, "not_applicable": r["not_applicable"]}
             colds.append(r)
         warms += processes(caches)             # each on the cache a cold process filled
     except RuntimeError as exc:

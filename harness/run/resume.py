@@ -1,5 +1,6 @@
 """`ways run --resume`: go on with an interrupted run in the same --out. Its results.jsonl is kept and
-appended to; rows it has (any status but failed: an interrupted or crashed item is redone) and
+appended to; rows it has (any status but failed or skipped: an interrupted or crashed item is redone,
+and so are the cases left out after it timed out) and
 compile figures it has are not measured again, and the test outputs of its parts are kept between
 them (.crosscheck-outputs) so the cross-check at the end covers every part."""
 from __future__ import annotations
@@ -95,7 +96,7 @@ def measured(out: Path) -> Done:
         return Done()
     lines = records.read_jsonl(out / "results.jsonl")
     doc = records.merge(lines)
-    return Done(rows={records.record_key(r) for r in doc["records"] if r["status"] != "failed"},
+    return Done(rows={records.record_key(r) for r in doc["records"] if r["status"] not in ("failed", "skipped")},
                 compiles={(x["backend"], x["variant"], x["problem"]) for x in lines
                           if x["type"] == "compile" and not x["compile"].get("error")})
 

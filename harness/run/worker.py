@@ -291,7 +291,11 @@ def compile_once(args) -> int:
                else {"not_applicable": "no test case applies"})
         return 0
     t0 = time.perf_counter()
-    s = Session(args.backend, args.variant)          # imports the tool, opens the device
+    try:
+        s = Session(args.backend, args.variant)      # imports the tool, opens the device
+    except (ImportError, Unavailable) as exc:        # nothing to time here (its rows say unavailable)
+        result({"not_applicable": f"unavailable: {type(exc).__name__}: {exc}"})
+        return 0
     import_s = time.perf_counter() - t0 - PHASES.seconds.get(WAIT_PHASE, 0.0)     # beside --jobs workers: their timing
     case = next((c for c in candidates if s.why_not(problem.name, c) is None), None)
     if case is None:
