@@ -358,3 +358,35 @@ def test_a_compile_process_of_an_unavailable_tool_has_nothing_to_time():
     assert r.returncode == 0, r.stderr
     line = json.loads(r.stdout)
     assert line["not_applicable"].startswith("unavailable: "), line
+
+
+def test_compile_figures_are_written_as_each_ends(tmp_path, monkeypatch):
+    """A slow compile-time process (nvmath's take minutes) does not hold back the records of those
+    started after it: each is written when it ends, so a run stopped meanwhile keeps them."""
+    import threading
+
+    from harness.run.plan import Job, Options
+    from harness.run.registry import Impl
+    from harness.run.runner import Run
+
+    quick_written = threading.Event()
+
+    def compile_times(self, job, scratch, aot=False, lock=None, at_once=False):
+        if job.impl.variant == "slow":
+            assert quick_written.wait(timeout=30), "the slow one's record was awaited first"
+        return {"case": "c", "cold_s": 1.0}
+
+    class Writer:
+        lines: list = []
+
+        def write(self, obj):
+            self.lines.append(obj)
+            if obj["compile"]["cold_s"] and obj["variant"] == "quick":
+                quick_written.set()
+
+    monkeypatch.setattr(Run, "_compile_times", compile_times)
+    run = Run(Options(out=str(tmp_path), compile_jobs=2, compile_repeats=1), cores=2)
+    writer = Writer()
+    run._all_compile_times([(Job(Impl("array_api", v, "scan"), []), False) for v in ("slow", "quick")],
+                           writer, tmp_path)
+    assert [x["variant"] for x in writer.lines] == ["quick", "slow"]

@@ -349,13 +349,18 @@ class Run:
         cores = self.cores
         jobs = self.opts.compile_jobs or max(1, (cores - 1) // self.opts.compile_repeats if at_once else cores // 4)
         self.progress.describe(f"compile time: {len(todo)} implementations, {jobs} at a time")
-        results = supervise.in_threads(jobs, self._compile_times, [(j, scratch, aot, lock, at_once) for j, aot in todo])
         processes = jobs * (self.opts.compile_repeats if at_once else 1)
-        for (job, _), result in zip(todo, results, strict=True):
+
+        def measured(job: Job, aot: bool) -> None:
+            # written as each ends, not in the order started: a run stopped while a slow one goes on
+            # (nvmath's builds take minutes) keeps the figures of those that ended, for --resume
+            result = self._compile_times(job, scratch, aot, lock, at_once)
             writer.write({"type": "compile", "backend": job.impl.backend, "variant": job.impl.variant,
                           "problem": job.impl.problem, "compile": {**result, "concurrent": processes,
                                                                     "beside_workers": self.opts.jobs if lock else 0}})
             self.progress.advance(job.impl.label)
+        for _ in supervise.in_threads(jobs, measured, todo):
+            pass
 
     def _compile_beside_workers(self, todo: list[tuple[Job, bool]], writer, scratch: Path) -> threading.Thread:
         """_all_compile_times in a thread of its own, slowest first (the longest path of the run)."""
