@@ -78,3 +78,18 @@ def test_compiles_with_the_gpu_released(session, problem, case, monkeypatch, tmp
     session.prepare(prob, prob.case(case), seed=5)
     assert seen and seen[0] == ("load", NONE), seen
     assert all(mode == NONE for what, mode in seen if what == "load"), seen
+
+
+def test_each_attention_kernel_gets_a_worker_and_time_for_its_build():
+    """Warp compiles an attention kernel per dtype, head dim and mask (66 s cold with cuBLASDx): a
+    `--jobs` run gives each its own worker, and each case a time limit that holds such a build."""
+    import problems
+    from harness.run.plan import Job, Options, shards, time_limit
+    from harness.run.registry import Impl
+    impl = Impl("warp_tiles", "", "attention")
+    cases = problems.get("attention").cases()
+    parts = shards(Job(impl, cases))
+    keys = {(c.dtype, c.shape["D"], c.shape["causal"]) for c in cases}
+    assert len(parts) == len(keys) and sorted(len(p.cases) for p in parts) == sorted(
+        sum(1 for c in cases if (c.dtype, c.shape["D"], c.shape["causal"]) == k) for k in keys)
+    assert all(time_limit(impl, c, Options()) > 2 * 66 for c in cases)
