@@ -15,6 +15,7 @@ class CutlassOps(TorchArrays, TorchStream, Backend):
     family = "tensor-core DSL"
     extra = "cutlass-ops"
     variants = ("", "first")
+    variant_problems = {"first": ("gemm",)}   # noqa: RUF012
     distributions = ("nvidia-cutlass-operators", "nvidia-cutlass-dsl", "torch")
     min_compute_capability = (9, 0)
     min_driver_cuda = (13, 0)
