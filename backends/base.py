@@ -228,6 +228,19 @@ def compiling():
     return _COMPILING()
 
 
+def not_expressible(reason: str):
+    """(supports, build) of a problem the tool cannot express: every case is not applicable, with the
+    tool's `reason`, and a build is never reached. `supports, build = not_expressible(...)` in the
+    problem's file of that tool, whose docstring says why."""
+    def supports(case, variant=""):
+        return reason
+
+    def build(case, inputs, outputs, stream, variant=""):
+        raise NotImplementedError(reason)
+
+    return supports, build
+
+
 def on_build_steps(compiling_, timing_kernels_) -> None:
     """The harness's side of compiling() and timing_kernels(): factories of the context managers
     they enter (the backends know nothing of how the harness shares a GPU)."""
