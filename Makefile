@@ -7,7 +7,7 @@ HAS_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes)
 # Without a GPU only the CPU pieces (and the cuTile / NVRTC / CuTe DSL ahead-of-time compilers) install;
 # torch comes first as a pinned CPU-capable build so no unpinned requirement pulls gigabytes of
 # CUDA wheels.
-EXTRAS := $(if $(HAS_GPU),all,cpu,report,test,cutile-aot,nvrtc-aot,cute,ray,pallas-cpu,helion,cutlass-ops)
+EXTRAS := $(if $(HAS_GPU),all,cpu,report,test,cutile-aot,nvrtc-aot,cute,ray,pallas-cpu,dask,helion,cutlass-ops)
 
 TILELANG_SITE := $(abspath $(VENV))/tilelang-site
 TILELANG_PINS := $(shell sed 's/\#.*//' requirements/tilelang-site.txt)

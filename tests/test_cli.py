@@ -27,7 +27,7 @@ def ran(out, *args) -> dict:
 @pytest.mark.parametrize("args,msg", [
     (["-p", "fft"], "unknown problem 'fft' (valid: attention, elementwise, gemm, scan, segreduce)"),
     (["-b", "magic"], "unknown backend 'magic' (valid: array_api"),
-    (["-b", "array_api[jax]"], "no variant 'jax'"),
+    (["-b", "array_api[julia]"], "no variant 'julia'"),
     (["-p", "gemm", "--shape", "M=4096,N=4096"], "missing: K"),
     (["-p", "gemm", "--shape", "M=4096,N=x,K=1"], "'x' is not an integer"),
     (["-p", "gemm", "--shape", "M=4096,N=-4,K=1"], "must not be negative"),

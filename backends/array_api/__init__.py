@@ -1,15 +1,28 @@
-"""Array-API libraries as "no kernel at all": NumPy (CPU), CuPy and PyTorch through array-api-compat."""
+"""Array-API libraries as "no kernel at all": NumPy (CPU), CuPy, PyTorch, JAX and Dask through
+array-api-compat. Each problem's file is one function of the case's arrays written with the
+standard's functions only; `library_call` makes it a run():
+- numpy, cupy, torch: the function called on the lab's arrays (NumPy's on the host).
+- jax: jitted and compiled once in build(); the lab's arrays are torch tensors handed to it by DLPack
+  on every call (zero-copy, JAX's stream waiting for the lab's), the result handed back the same way.
+- dask: dask.array over CuPy chunks (NumPy's without a GPU) of about CHUNK_BYTES each; every call wraps
+  the lab's arrays, builds the graph and computes it (Dask copies NumPy chunks into its graph, so a
+  graph built once would not see the inputs change). On a GPU the synchronous scheduler runs the
+  chunks' kernels in the calling thread, on the lab's stream (CuPy's current stream is per thread).
+JAX and Dask run on the GPU where there is one, else on the CPU (as CI runs them)."""
 import contextlib
 import functools
 import importlib
 import math
+import os
 
 import numpy as np
 
-from backends.base import (Backend, StreamHandle, Unavailable, TorchArrays, cupy_overwrite, torch_stream,
-                           torch_stream_context, torch_to_device, torch_to_host)
+from backends import gpus
+from backends.base import (Backend, StreamHandle, Unavailable, cupy_overwrite, torch_stream, torch_stream_context,
+                           torch_to_device, torch_to_host)
 
-_TOOL = {"numpy": "numpy", "cupy": "cupy", "torch": "torch"}
+_TOOL = {"numpy": "numpy", "cupy": "cupy", "torch": "torch", "jax": "jax", "dask": "dask"}
+CHUNK_BYTES = 256 * 2**20      # Dask's chunks: large enough that one GPU kernel per chunk fills the GPU
 NUMPY_FP16_MACS = 2**25      # beyond it a NumPy float16 product takes minutes
 # beyond it NumPy's materialised attention takes tens of seconds a call (30 s at 4x32x4096x128 on the
 # H100 node's CPU: two float32 products of B*H*S*S*D each, and the S*S scores written out in between)
@@ -19,28 +32,61 @@ CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION = 16      # cublasMath_t (cubla
 
 class ArrayAPI(Backend):
     family = "no kernel"
-    variants = ("numpy", "cupy", "torch")
-    distributions = ("array-api-compat", "numpy", "cupy-cuda13x", "cupy-cuda12x", "torch")
+    variants = ("numpy", "cupy", "torch", "jax", "dask")
+    distributions = ("array-api-compat", "numpy", "cupy-cuda13x", "cupy-cuda12x", "torch", "jax", "jaxlib", "dask")
+    cache_vars = {"JAX_COMPILATION_CACHE_DIR": "jax"}   # noqa: RUF012  JAX's persistent compilation cache
 
     def modules(self):
-        return (_TOOL[self.variant], "array_api_compat")
+        return (_TOOL[self.variant], "array_api_compat") + {"jax": ("torch",), "dask": (self.storage(),)}.get(self.variant, ())
 
     def device(self):
+        if self.variant in ("jax", "dask"):
+            return "cuda" if gpus.gpus() else "cpu"
         return "cpu" if self.variant == "numpy" else "cuda"
 
+    def storage(self) -> str:
+        """The library that holds the lab's arrays: the variant's own, torch's for JAX (its arrays are
+        immutable), CuPy's or NumPy's for Dask's chunks."""
+        if self.variant == "jax":
+            return "torch"
+        if self.variant == "dask":
+            return "cupy" if self.device() == "cuda" else "numpy"
+        return self.variant
+
     def extra_for(self):
-        return {"numpy": "cpu"}.get(self.variant, self.variant)
+        jax = "pallas" if self.device() == "cuda" else "pallas-cpu"
+        return {"numpy": "cpu", "jax": jax, "dask": "dask"}.get(self.variant, self.variant)
 
     def load(self):
+        if self.variant == "jax":
+            # before jax is imported: XLA must not take 75% of the GPU (torch holds the lab's arrays),
+            # and every compiled function goes to the persistent cache (warm compile times)
+            os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+            os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+            if self.device() == "cpu":
+                os.environ.setdefault("JAX_PLATFORMS", "cpu")
         tool = importlib.import_module(_TOOL[self.variant])
-        if self.variant == "torch":
+        if self.variant == "jax":
+            # float32 products in float32 (XLA's default on a GPU is TF32), as every GEMM in the lab
+            tool.config.update("jax_default_matmul_precision", "highest")
+            if self.device() == "cuda":
+                try:
+                    tool.devices("gpu")
+                except RuntimeError as exc:
+                    raise Unavailable(f"jax {tool.__version__} sees no GPU: {exc}") from None
+        if self.variant == "dask":
+            import dask.array  # noqa: F401  (dask.array registers itself with array-api-compat)
+            tool.config.set({"array.chunk-size": f"{CHUNK_BYTES // 2**20}MiB"})
+        if self.storage() != self.variant and self.device() == "cuda":
+            tool = importlib.import_module(self.storage())
+        if self.storage() == "torch" and self.device() == "cuda":
             if not tool.cuda.is_available():
                 raise Unavailable(f"torch {tool.__version__} sees no CUDA device")
             # Every GEMM in the lab accumulates in fp32: say so rather than rely on defaults.
             tool.backends.cuda.matmul.allow_tf32 = False
             tool.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
             tool.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
-        if self.variant == "cupy":
+        if self.storage() == "cupy":
             if tool.cuda.runtime.getDeviceCount() < 1:
                 raise Unavailable("cupy sees no CUDA device")
             # The same for CuPy's cuBLAS: no split-K reduction in the 16-bit output type (its default)
@@ -49,63 +95,91 @@ class ArrayAPI(Backend):
         return tool
 
     def supports(self, case):
-        if case.dtype == "bfloat16" and self.variant == "numpy":
+        if case.dtype == "bfloat16" and self.storage() == "numpy":
             return "NumPy has no bfloat16"
-        if case.dtype == "bfloat16" and self.variant == "cupy" and _cupy_bfloat16() is None:
+        if case.dtype == "bfloat16" and self.storage() == "cupy" and _cupy_bfloat16() is None:
             return "this CuPy has no bfloat16 dtype"
-        if (self.variant == "numpy" and case.dtype == "float16" and "K" in case.shape      # a product over K
+        if (self.storage() == "numpy" and case.dtype == "float16" and "K" in case.shape      # a product over K
                 and math.prod(case.shape.values()) > NUMPY_FP16_MACS):
             return "NumPy's float16 matmul has no BLAS path (about 0.1 GFLOP/s)"
-        if self.variant == "numpy" and {"S", "D"} <= case.shape.keys():
+        if self.device() == "cpu" and {"S", "D"} <= case.shape.keys():
             b, h, seq, d = (case.shape[k] for k in ("B", "H", "S", "D"))
             if b * h * seq * seq * d > NUMPY_ATTENTION_MACS:
-                return "NumPy's materialised attention on the CPU: tens of seconds a call at this size"
+                return "materialised attention on the CPU: tens of seconds a call at this size"
         return None
 
     def to_device(self, a, dtype):
-        if self.variant == "numpy":
+        if self.storage() == "numpy":
             return np.array(a, copy=True)
-        if self.variant == "torch":
-            return torch_to_device(a, dtype, "cuda")
+        if self.storage() == "torch":
+            return torch_to_device(a, dtype, self.device())
         import cupy
         dev = cupy.asarray(a)
         return dev.view(_cupy_bfloat16()) if dtype == "bfloat16" else dev
 
     def to_host(self, x):
-        if self.variant == "numpy":
+        if self.storage() == "numpy":
             return np.asarray(x)
-        if self.variant == "torch":
+        if self.storage() == "torch":
             return torch_to_host(x)
         return (x.view("uint16") if x.dtype == _cupy_bfloat16() else x).get()
 
     def overwrite(self, dst, host, dtype):
-        if self.variant == "numpy":
+        if self.storage() == "numpy":
             np.copyto(dst, host)
-        elif self.variant == "torch":
-            TorchArrays.overwrite(self, dst, host, dtype)
+        elif self.storage() == "torch":
+            dst.copy_(torch_to_device(host, dtype, "cpu"))
         else:
             cupy_overwrite(dst, host)
 
     def release(self):
-        if self.variant == "torch":
+        if self.device() == "cpu":
+            return
+        if self.storage() == "torch":
             import torch
             torch.cuda.empty_cache()
-        elif self.variant == "cupy":
+        elif self.storage() == "cupy":
             import cupy
             cupy.get_default_memory_pool().free_all_blocks()
 
     def stream(self, handle):
-        if self.variant == "torch":
+        if handle is None:
+            return None
+        if self.storage() == "torch":
             return torch_stream(handle)
-        if self.variant == "cupy":
+        if self.storage() == "cupy":
             import cupy
             return cupy.cuda.Stream.from_external(StreamHandle(handle))
         return None
 
     def stream_context(self, stream):
-        if self.variant == "torch":
-            return torch_stream_context(stream)
-        return stream if self.variant == "cupy" else contextlib.nullcontext()
+        if stream is None:
+            return contextlib.nullcontext()
+        return torch_stream_context(stream) if self.storage() == "torch" else stream
+
+
+def library_call(fn, inputs: dict, variant: str):
+    """run() for `fn`, a function of the case's inputs (keyword arguments) returning {name: array},
+    on the variant's library (see the module's docstring)."""
+    arrays = {k: v for k, v in inputs.items() if hasattr(v, "shape")}
+    fn = functools.partial(fn, **{k: v for k, v in inputs.items() if k not in arrays})   # scalars: constants
+    if variant == "jax":
+        import jax
+        import torch
+
+        def as_jax():
+            return {k: jax.dlpack.from_dlpack(v) for k, v in arrays.items()}
+
+        compiled = jax.jit(fn).lower(**as_jax()).compile()
+        return lambda: {k: torch.from_dlpack(v) for k, v in compiled(**as_jax()).items()}
+    if variant == "dask":
+        import dask
+        import dask.array as da
+        on_gpu = not isinstance(next(iter(arrays.values())), np.ndarray)
+        scheduler = "synchronous" if on_gpu else "threads"
+        return lambda: dask.compute(fn(**{k: da.from_array(v, chunks="auto") for k, v in arrays.items()}),
+                                    scheduler=scheduler)[0]
+    return lambda: fn(**arrays)
 
 
 @functools.lru_cache(maxsize=1)
