@@ -37,7 +37,8 @@ class ArrayAPI(Backend):
     cache_vars = {"JAX_COMPILATION_CACHE_DIR": "jax"}   # noqa: RUF012  JAX's persistent compilation cache
 
     def modules(self):
-        return (_TOOL[self.variant], "array_api_compat") + {"jax": ("torch",), "dask": (self.storage(),)}.get(self.variant, ())
+        stored_in = (self.storage(),) if self.storage() != self.variant else ()
+        return (_TOOL[self.variant], "array_api_compat", *stored_in)
 
     def device(self):
         if self.variant in ("jax", "dask"):
