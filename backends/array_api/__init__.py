@@ -178,7 +178,8 @@ def library_call(fn, inputs: dict, variant: str):
         import dask.array as da
         on_gpu = not isinstance(next(iter(arrays.values())), np.ndarray)
         scheduler = "synchronous" if on_gpu else "threads"
-        return lambda: dask.compute(fn(**{k: da.from_array(v, chunks="auto") for k, v in arrays.items()}),
+        # name=False: no token hashed from the data (for CuPy arrays, a copy to the host every call)
+        return lambda: dask.compute(fn(**{k: da.from_array(v, chunks="auto", name=False) for k, v in arrays.items()}),
                                     scheduler=scheduler)[0]
     return lambda: fn(**arrays)
 
