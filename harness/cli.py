@@ -221,7 +221,15 @@ def cmd_report(args) -> int:
     if args.readme:
         from harness.report import verdict
         verdict.write_into(Path(args.readme), doc, " + ".join(args.results))
-    pipeline.write(doc, out, args.html, args.slides, written)
+    tools = None
+    if args.slide_tools:
+        import backends
+        tools = [t.strip() for t in args.slide_tools.split(",") if t.strip()]
+        unknown = [t for t in tools if t not in backends.names()]
+        if unknown:
+            raise UsageError(f"--slide-tools: unknown backend {', '.join(unknown)} "
+                             f"(valid: {', '.join(backends.names())})")
+    pipeline.write(doc, out, args.html, args.slides or bool(tools), written, slide_tools=tools)
     return 0
 
 
@@ -320,7 +328,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--html", action="store_true", help="also write one self-contained index.html")
     rep.add_argument("--footprint", help="install footprints from `ways footprint` for the scorecard")
     rep.add_argument("--slides", action="store_true",
-                     help="also write slides/<problem>.png and .svg: every source side by side, 16:9")
+                     help="also write slides/ (1920x1080 PNG and SVG): each problem's kernels a few tools a slide, "
+                          "its verdict, and an overview")
+    rep.add_argument("--slide-tools", metavar="B,B,...",
+                     help="the tools on the code slides (default: the best of each tool family per problem)")
     rep.add_argument("--out", help="where report.md, figures/ and index.html go (default: beside the first results)")
     rep.add_argument("--readme", metavar="FILE",
                      help="also write the verdict of these results into FILE (e.g. README.md), between its markers")

@@ -159,7 +159,8 @@ def _sources(problem: str, rows: list[dict], formatter) -> str:
     return f"<div class=sources>{''.join(cards)}</div>"
 
 
-def render(doc: dict, figures: list[Path]) -> str:
+def render(doc: dict, figures: list[Path], slides: list[Path] = ()) -> str:
+    """The page; `slides`: the slides' PNGs, relative to the page (linked, not embedded)."""
     from pygments.formatters import HtmlFormatter
     formatter = HtmlFormatter(cssclass="highlight")
     heading = title(doc)
@@ -174,6 +175,9 @@ def render(doc: dict, figures: list[Path]) -> str:
              "<h2 id=verdict>Verdict</h2>"]
     for problem, shows, cells in verdict.tables(doc):        # who reaches the ceiling, at what cost
         parts += [f"<h3>{html.escape(f'{problem} {shows}')}</h3>", _table(verdict.HEADER, cells, {1, 2, 4, 5})]
+    if slides:
+        links = [f"<li><a href='{html.escape(p.as_posix())}'>{html.escape(p.stem)}</a></li>" for p in slides]
+        parts += ["<h2 id=slides>Slides</h2><ul>", *links, "</ul>"]
     parts += ["<h2>Environment</h2>", _environment(doc), "<h2>Overview</h2>"]
     parts += [f"<figure id='fig-{name}'>{_svg(svgs[name])}</figure>"
               for name in ("scorecard", "loc-vs-peak", "compile-times", "crosscheck") if name in svgs]

@@ -11,7 +11,7 @@ class NeedsExtra(ImportError):
 
 
 def write(doc: dict, out: Path, html: bool, slides: bool = False, written: list[Path] | None = None,
-          echo: bool = True) -> None:
+          echo: bool = True, slide_tools: list[str] | None = None) -> None:
     """report.md (printed too where `echo`), manifest.json, figures/, and with `html` index.html, into `out`."""
     from harness.report import markdown
     text = markdown.markdown(doc)
@@ -29,13 +29,15 @@ def write(doc: dict, out: Path, html: bool, slides: bool = False, written: list[
         print(f"\nfigures not written: {exc} (pip install '.[report]')")
         paths = []
     written += paths
+    slide_paths = []
     if slides:
         from harness.report import slides as slides_mod
-        written += slides_mod.write(doc, out / "slides")
+        slide_paths = slides_mod.write(doc, out / "slides", slide_tools)
+        written += slide_paths
     if html:
         from harness.report import page
         try:
-            text_html = page.render(doc, paths)
+            text_html = page.render(doc, paths, [p.relative_to(out) for p in slide_paths if p.suffix == ".png"])
         except ImportError as exc:
             raise NeedsExtra(f"--html needs pygments (pip install '.[report]'): {exc}") from None
         (out / "index.html").write_text(text_html)

@@ -1,94 +1,159 @@
-"""Slide figures: per problem, every backend's implementation file side by side on one 16:9 figure,
-syntax-highlighted (pygments tokens, monospace), headed in its tool family's colour, with its LOC,
-compile time and best % of peak under it (PNG and SVG: slides/<problem>.png, .svg)."""
+"""Slides for a talk, from any results document (`ways report --slides`), 1920x1080 PNG and SVG in
+slides/, every glyph at least MIN_GLYPH_PX tall, the GPU and date in the footer:
+- code-<problem>[-n]: the kernel in each chosen tool (harness/report/code_slides.py); by default one
+  tool per family, the family's best at the problem's headline case; `--slide-tools` names them;
+- verdict-<problem>: per tool, its best variant's cold % of the problem's ceiling at the headline case,
+  sorted, bars in the family's colour, with LOC and cold compile time;
+- overview: every tool's % of each problem's ceiling on one slide.
+A document of several GPUs gets a verdict slide and an overview per GPU (-<gpu> in the name)."""
 from __future__ import annotations
 
-import math
+from collections import defaultdict
 from pathlib import Path
 
-from harness.report.scorecard import rows as scorecard_rows
-from harness.report.style import family_colour, plt as _plt, save as _save
-TOKEN_COLOURS = {"Keyword": "#7d3c98", "Name.Function": "#1f618d", "Name.Class": "#1f618d",
-                 "Name.Builtin": "#117a65", "Literal.String": "#b03a2e", "Literal.Number": "#af601a",
-                 "Comment": "#839192", "Operator": "#2c3e50"}
+from harness.report import code_slides
+from harness.report.slide_canvas import GAP, MARGIN, TEXT_PX, WIDTH, box, canvas, footer, points, save
+from harness.report.style import FAMILY_COLOURS, family_colour
+from harness.report.verdict import VERDICT_PCT, headline_case
+from harness.results.records import counts, flag, impl_label
+
+FAMILIES = ("no kernel", "SIMT", "tile", "tensor-core DSL", "C++")
+ROW_PX = 34                     # a tool's row in the verdict and the overview (TEXT_PX text)
 
 
-def _colour(token_type) -> str:
-    """The colour of a pygments token type: that of its nearest listed ancestor."""
-    from pygments import token
-    for name, colour in TOKEN_COLOURS.items():
-        if token_type in token.string_to_tokentype(name):
-            return colour
-    return "#212f3d"
+def best_rows(doc: dict, problem: str) -> dict[str | None, dict[str, dict]]:
+    """Per GPU tag (None for one GPU), per backend: its best counted row at the headline case."""
+    case, out = headline_case(problem), defaultdict(dict)
+    for r in doc["records"]:
+        pct = (r.get("timing") or {}).get("pct_of_peak")
+        if r["problem"] == problem and r["case"] == case and counts(r) and pct is not None:
+            tag, best = (r.get("source") or {}).get("tag"), out[(r.get("source") or {}).get("tag")].get(r["backend"])
+            if best is None or pct > best["timing"]["pct_of_peak"]:
+                out[tag][r["backend"]] = r
+    return out
 
 
-def _panel(ax, source: str, title: str, caption: str, colour: str) -> None:
-    from pygments.lexers import PythonLexer
-    lines = source.splitlines() or [""]
-    ax.set_axis_off()
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.add_patch(_rect((0, 0.93), 1, 0.07, colour))
-    ax.text(0.02, 0.965, title, color="white", fontsize=8, fontweight="bold", va="center")
-    ax.text(0.02, -0.04, caption, fontsize=6.5, va="top")
-    box = ax.get_window_extent()
-    height, width = (v / ax.figure.dpi * 72 for v in (box.height * 0.9, box.width * 0.96))   # points
-    longest = max(len(line) for line in lines) or 1
-    # monospace glyphs are about 0.6 em wide: the size that fits every line and every column
-    size = max(0.5, min(5.0, height / (len(lines) * 1.2), width / (longest * 0.6)))
-    step = size * 1.2 / (box.height / ax.figure.dpi * 72)          # a line's height, in axes units
-    char = size * 0.6 / (box.width / ax.figure.dpi * 72)           # a column's width
-    row, col = 0, 0
-    for ttype, text in PythonLexer().get_tokens(source):
-        for k, part in enumerate(text.split("\n")):
-            if k:
-                row, col = row + 1, 0
-            if part.strip():
-                ax.text(0.02 + col * char, 0.915 - row * step, part, fontsize=size, family="monospace",
-                        color=_colour(ttype), va="top", clip_on=True)
-            col += len(part)
+def compile_cold(doc: dict) -> dict[tuple[str, str], float]:
+    """(problem, implementation) -> cold compile seconds."""
+    return {(r["problem"], impl_label({**r, "source": None})): r["compile"]["cold_s"] for r in doc["records"]
+            if (r.get("compile") or {}).get("cold_s") is not None}
 
 
-def _rect(xy, w, h, colour):
-    from matplotlib.patches import Rectangle
-    return Rectangle(xy, w, h, facecolor=colour, edgecolor="none")
-
-
-def caption(doc: dict, stats: dict, name: str, problem: str) -> str:
-    """Under a backend's source: its LOC, fastest cold compile and best % of peak (on any GPU of the
-    document) over its variants; `stats`: the scorecard's rows by implementation."""
-    labels = [s for label, s in stats.items() if label == name or label.startswith(f"{name}[")]
-    pct = max((v for s in labels for k, v in s["per problem"].items() if k.split()[0] == problem), default=0) or None
-    colds = [s["compile cold s"] for s in labels if s["compile cold s"] is not None]
-    loc = next((r["loc"]["total"] for r in doc["records"]
-                if r["backend"] == name and r["problem"] == problem and r.get("loc")), None)
-    return (f"{loc} LOC" if loc else "") + (f" · compile {min(colds):.3g} s" if colds else "") + \
-        (f" · {pct:.1f}% of peak" if pct else "")
-
-
-def write(doc: dict, out: Path) -> list[Path]:
-    """One figure per problem of `doc`; the paths written."""
+def _family(name: str) -> str:
     import backends
-    plt = _plt()
-    stats = {r["implementation"]: r for r in scorecard_rows(doc)}
-    out.mkdir(parents=True, exist_ok=True)
+    return backends.get(name).family if name in backends.names() else ""
+
+
+def default_tools(doc: dict, problem: str) -> list[str]:
+    """One tool per family: the one whose best row at the headline case is highest (any GPU)."""
+    import backends
+    best: dict[str, tuple[float, str]] = {}
+    for rows in best_rows(doc, problem).values():
+        for name, r in rows.items():
+            fam, pct = _family(name), r["timing"]["pct_of_peak"]
+            if name in backends.names() and (fam not in best or pct > best[fam][0]):
+                best[fam] = (pct, name)
+    return [best[f][1] for f in FAMILIES if f in best]
+
+
+def caption(doc: dict, problem: str, name: str, compiles: dict) -> str:
+    bests = best_rows(doc, problem)
+    loc = next((r["loc"]["total"] for r in doc["records"] if r["backend"] == name and r["problem"] == problem
+                and r.get("loc")), None)
+    colds = [s for (p, label), s in compiles.items() if p == problem and label.split("[")[0] == name]
+    pcts = [f"{f'{tag} ' if tag else ''}{rows[name]['timing']['pct_of_peak']:.1f}%"
+            for tag, rows in sorted(bests.items(), key=lambda kv: kv[0] or "") if name in rows]
+    return " · ".join([*([f"{loc} LOC"] if loc else []), *([f"compile {min(colds):.2g} s"] if colds else []),
+                       *([f"{' '.join(pcts)} of the ceiling"] if pcts else [])])
+
+
+def _verdict(doc: dict, problem: str, tag: str | None, rows: dict[str, dict], compiles: dict, out: Path) -> list:
+    ranked = sorted(rows.values(), key=lambda r: -r["timing"]["pct_of_peak"])
+    basis = (ranked[0]["timing"].get("peak_basis") or "the ceiling").split(",")[0]
+    fig, top, bottom = canvas(f"{problem}: % of {basis} at {headline_case(problem)} (cold)"
+                              f"{f' on {tag}' if tag else ''}", footer(doc))
+    ax = box(fig, MARGIN, top, WIDTH - 2 * MARGIN, bottom - top)
+    label_w, bar_w = 560, 900                      # px: the tools' names, the bars at 100%
+    scale = bar_w / max(110.0, max(r["timing"]["pct_of_peak"] for r in ranked))
+    row_px = min(2 * ROW_PX, (bottom - top - GAP) / max(len(ranked), 1))
+    for k, r in enumerate(ranked):
+        y, pct = GAP + k * row_px, r["timing"]["pct_of_peak"]
+        label = impl_label({**r, "source": None}) + (f" ({flag(r)})" if flag(r) else "")
+        ax.text(label_w - 12, y + row_px / 2, label, ha="right", va="center", fontsize=points(TEXT_PX),
+                color=family_colour(r["backend"]), fontweight="bold")
+        ax.barh(y + row_px / 2, pct * scale, height=row_px * 0.7, left=label_w, color=family_colour(r["backend"]))
+        cold = compiles.get((problem, impl_label({**r, "source": None})))
+        loc = (r.get("loc") or {}).get("total")
+        note = " · ".join([f"{pct:.1f}%", *([f"{loc} LOC"] if loc else []),
+                           *([f"compile {cold:.2g} s"] if cold else [])])
+        ax.text(label_w + pct * scale + 10, y + row_px / 2, note, va="center", fontsize=points(TEXT_PX))
+    for mark in (VERDICT_PCT, 100.0):
+        ax.plot([label_w + mark * scale] * 2, [GAP / 2, GAP + len(ranked) * row_px], color="#566573",
+                linestyle=":" if mark < 100 else "-", linewidth=1)
+        ax.text(label_w + mark * scale, GAP / 2, f"{mark:.0f}%", ha="center", va="bottom", fontsize=points(TEXT_PX))
+    _legend(ax, WIDTH - 2 * MARGIN - 340, bottom - top - 5 * ROW_PX - GAP)
+    return save(fig, out, f"verdict-{problem}{f'-{tag}' if tag else ''}")
+
+
+def _legend(ax, left: float, top: float) -> None:
+    from matplotlib.patches import Rectangle
+    for k, fam in enumerate(FAMILIES):
+        y = top + k * ROW_PX
+        ax.add_patch(Rectangle((left, y + 6), 24, ROW_PX - 12, color=FAMILY_COLOURS[fam]))
+        ax.text(left + 34, y + ROW_PX / 2, fam, va="center", fontsize=points(TEXT_PX))
+
+
+def _overview(doc: dict, tag: str | None, per_problem: dict[str, dict[str, dict]], out: Path) -> list:
+    from matplotlib.patches import Rectangle
+    problems = sorted(per_problem)
+    names = sorted({n for rows in per_problem.values() for n in rows},
+                   key=lambda n: (FAMILIES.index(_family(n)) if _family(n) in FAMILIES else len(FAMILIES), n))
+    fig, top, bottom = canvas(f"Every tool's best % of each problem's ceiling (cold){f' on {tag}' if tag else ''}",
+                              footer(doc))
+    ax = box(fig, MARGIN, top, WIDTH - 2 * MARGIN, bottom - top)
+    label_w = 300
+    cell_w = (WIDTH - 2 * MARGIN - label_w) / max(len(problems), 1)
+    row_px = min(2 * ROW_PX, (bottom - top - 2 * ROW_PX) / max(len(names), 1))
+    for j, problem in enumerate(problems):
+        ax.text(label_w + (j + 0.5) * cell_w, ROW_PX / 2, problem, ha="center", va="center",
+                fontsize=points(TEXT_PX), fontweight="bold")
+        ax.text(label_w + (j + 0.5) * cell_w, 1.4 * ROW_PX, headline_case(problem), ha="center", va="center",
+                fontsize=points(TEXT_PX), color="#566573")
+    for k, name in enumerate(names):
+        y = 2 * ROW_PX + k * row_px
+        ax.text(label_w - 12, y + row_px / 2, name, ha="right", va="center", fontsize=points(TEXT_PX),
+                color=family_colour(name), fontweight="bold")
+        for j, problem in enumerate(problems):
+            r = per_problem[problem].get(name)
+            pct = r["timing"]["pct_of_peak"] if r else None
+            shade = "#f2f3f4" if pct is None else "#abebc6" if pct >= VERDICT_PCT else "#f9e79f" if pct >= 60 \
+                else "#f5b7b1"
+            ax.add_patch(Rectangle((label_w + j * cell_w + 2, y + 2), cell_w - 4, row_px - 4, color=shade))
+            ax.text(label_w + (j + 0.5) * cell_w, y + row_px / 2, "—" if pct is None else f"{pct:.1f}%",
+                    ha="center", va="center", fontsize=points(TEXT_PX))
+    return save(fig, out, f"overview{f'-{tag}' if tag else ''}")
+
+
+def write(doc: dict, out: Path, tools: list[str] | None = None) -> list[Path]:
+    """Every slide of `doc` into `out`; `tools`: the code slides' tools (default: one per family)."""
+    import backends
+    compiles = compile_cold(doc)
+    problems = sorted({r["problem"] for r in doc["records"]})
     paths = []
-    for problem in sorted({r["problem"] for r in doc["records"]}):
-        names = sorted({r["backend"] for r in doc["records"] if r["problem"] == problem})
-        names = [n for n in names if n in backends.names() and backends.source_path(n, problem).is_file()]
-        if not names:
-            continue
-        cols = math.ceil(math.sqrt(len(names) * 16 / 9))
-        rows = math.ceil(len(names) / cols)
-        fig, axes = plt.subplots(rows, cols, figsize=(13.33, 7.5), squeeze=False)
-        fig.subplots_adjust(left=0.01, right=0.99, top=0.93, bottom=0.05, wspace=0.04, hspace=0.22)
-        for ax in axes.flat[len(names):]:
-            ax.set_axis_off()
-        for ax, name in zip(axes.flat, names, strict=False):
-            backend = backends.get(name)
-            _panel(ax, backends.source_path(name, problem).read_text(), f"{name} ({backend.family or 'other'})",
-                   caption(doc, stats, name, problem), family_colour(name))
-        fig.suptitle(f"{problem}: every implementation, its lines, compile time and best % of peak (colour: tool "
-                     f"family)", fontsize=11)
-        paths += _save(fig, out, problem)
+    for problem in problems:
+        chosen = [n for n in (tools or default_tools(doc, problem))
+                  if n in backends.names() and backends.source_path(n, problem).is_file()]
+        panels = [code_slides.tool(n, _family(n), backends.source_path(n, problem).read_text(),
+                                   caption(doc, problem, n, compiles)) for n in chosen]
+        paths += code_slides.write(problem, panels, footer(doc), out)
+        for tag, rows in sorted(best_rows(doc, problem).items(), key=lambda kv: kv[0] or ""):
+            paths += _verdict(doc, problem, tag, rows, compiles, out)
+    by_tag: dict = defaultdict(dict)
+    for problem in problems:
+        for tag, rows in best_rows(doc, problem).items():
+            by_tag[tag][problem] = rows
+    for tag, per_problem in sorted(by_tag.items(), key=lambda kv: kv[0] or ""):
+        paths += _overview(doc, tag, per_problem, out)
     return paths
+
+
