@@ -310,6 +310,29 @@ def test_slides_a_room_can_read(tmp_path):
     assert re.search(r"run \d{4}-\d\d-\d\d", (slides / "overview.svg").read_text())
 
 
+def test_the_committed_slides_of_the_canonical_run_are_legible():
+    from harness.report.slide_canvas import MIN_GLYPH_PX
+    committed = sorted((CANONICAL.parent / "slides").glob("*.png"))
+    assert {p.stem for p in committed} >= {f"verdict-{p}" for p in problems.names()} | {"overview"}
+    assert {p.stem.split("-")[1] for p in committed if p.stem.startswith("code-")} == set(problems.names())
+    for png in committed:
+        assert png_size(png) == (1920, 1080), png.name
+        assert min(slide_text_px(png.with_suffix(".svg").read_text())) >= MIN_GLYPH_PX - 0.01, png.name
+
+
+def test_slides_of_two_gpus_have_a_verdict_and_an_overview_each(tmp_path):
+    pytest.importorskip("matplotlib", reason="figures need matplotlib (pip install '.[report]')")
+    from harness.report import slides
+    a = merge.load(CUTE)
+    doc = merge.merge([a, scaled(a, 0.8, "cute_dsl", gpu="NVIDIA H200")], ["h100.json", "h200.json"])
+    names = {p.stem for p in slides.write(doc, tmp_path, ["cute_dsl"])}
+    tags = {tag for p in problems.names() for tag in slides.best_rows(doc, p)}
+    assert len(tags) == 2 and {f"overview-{t}" for t in tags} <= names
+    assert any(n.startswith("code-") for n in names)
+    footer = (tmp_path / f"overview-{sorted(tags)[0]}.svg").read_text()
+    assert "H100" in footer and "H200" in footer
+
+
 def test_default_code_slides_show_one_tool_per_family(tmp_path):
     pytest.importorskip("matplotlib", reason="figures need matplotlib (pip install '.[report]')")
     from harness.report import slides
