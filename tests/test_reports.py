@@ -193,6 +193,36 @@ def test_compare_same_gpu_finds_the_slowdown_and_exits_1(tmp_path):
     assert "on different GPUs: " in table
 
 
+def test_compare_with_a_repeat_judges_b_by_how_a_agrees_with_itself(tmp_path):
+    """Lanes against one GPU: B may differ from A in as many cases as A's own repeat does, plus one,
+    and no case's % of peak may move more than 3 points beyond what it moved in the repeat."""
+    a = merge.load(NVRTC)
+    repeat = scaled(a, 1.02, "nvrtc")                    # the repeat: nvrtc 2% slower, spreads apart
+    cases = compare.equivalence(a, repeat, repeat)
+    assert cases.cases > 0 and cases.not_same == cases.not_same_repeat and cases.holds
+    moved = scaled(repeat, 1.15, "array_api")            # B: cuBLAS rows 15% slower on top
+    worse = compare.equivalence(a, repeat, moved)
+    torch_cases = sum(1 for v in compare.compare(a, moved) if v.implementation.startswith("array_api"))
+    assert worse.not_same == worse.not_same_repeat + torch_cases and not worse.holds
+    for name, doc in (("a", a), ("a2", repeat), ("b", repeat), ("c", moved)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc))
+    ok = ways("compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--repeat", str(tmp_path / "a2.json"))
+    assert ok.returncode == 0 and "agrees with A as well as A agrees with itself: yes" in ok.stdout, ok.stdout
+    bad = ways("compare", str(tmp_path / "a.json"), str(tmp_path / "c.json"), "--repeat", str(tmp_path / "a2.json"))
+    assert bad.returncode == 1 and "itself: no" in bad.stdout
+
+
+def test_compare_with_a_repeat_holds_each_case_to_its_own_move():
+    a = merge.load(NVRTC)
+    key = next((r["problem"], r["case"]) for r in a["records"] if r["backend"] == "nvrtc" and r.get("timing"))
+    b = copy.deepcopy(a)
+    for r in b["records"]:                               # one case's % of peak 5 points off, its time the same
+        if r["backend"] == "nvrtc" and (r["problem"], r["case"]) == key and r.get("timing"):
+            r["timing"]["pct_of_peak"] -= 5
+    e = compare.equivalence(a, copy.deepcopy(a), b)
+    assert e.worst[0][0] == pytest.approx(5) and e.worst[0][1:3] == key and not e.holds
+
+
 def test_compare_overlapping_spreads_is_same_or_ambiguous():
     a = merge.load(NVRTC)
     small = {(v.case, v.implementation): v.verdict for v in compare.compare(a, scaled(a, 1.0005, "nvrtc"), 0.05)}

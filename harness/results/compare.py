@@ -1,10 +1,15 @@
 """Two results documents side by side: per implementation x timed case, is B faster, slower, the
 same, or is it ambiguous? Decided on both runs' spread (the interquartile range of the cold
 samples), not on a bare ratio. On the same GPU the device times are compared; across GPUs only
-the % of peak is (each run's own copy or cuBLAS measured on its own GPU)."""
+the % of peak is (each run's own copy or cuBLAS measured on its own GPU).
+
+With a repeat of the baseline (`ways compare A B --repeat A2`), whether B agrees with A as well as A
+agrees with itself (`equivalence`): over the cases timed in all three, the cases not "same" between A
+and B are at most those between A and A2 plus EXTRA_NOT_SAME, and no case's % of peak moves from A to
+B more than PCT_POINTS beyond what it moved from A to A2 (how lanes are judged against one GPU)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.results.merge import gpu_name
 from harness.results.records import counts, impl_label
@@ -75,6 +80,51 @@ def compare(doc_a: dict, doc_b: dict, threshold: float = 0.05) -> list[Verdict]:
         out.append(Verdict(*key, *shown, change, verdict, verdict == "slower" and change > threshold, gpus,
                            uuids[0] == uuids[1] if all(uuids) else None))
     return out
+
+
+EXTRA_NOT_SAME = 1        # cases B may call other than "same" beyond those the repeat did
+PCT_POINTS = 3.0          # points of % of peak B may move beyond the repeat's move, per case
+
+
+@dataclass
+class Equivalence:
+    cases: int                       # timed in all three runs
+    not_same_repeat: int             # not "same" between A and its repeat
+    not_same: int                    # not "same" between A and B
+    worst: list = field(default_factory=list)     # (excess points, problem, case, implementation), worst first
+
+    @property
+    def holds(self) -> bool:
+        return self.not_same <= self.not_same_repeat + EXTRA_NOT_SAME and not any(
+            excess > PCT_POINTS for excess, *_ in self.worst)
+
+
+def equivalence(doc_a: dict, doc_repeat: dict, doc_b: dict, threshold: float = 0.05) -> Equivalence:
+    """Does B agree with A as well as A's repeat does (the module's docstring)?"""
+    repeat = {(v.problem, v.case, v.implementation): v for v in compare(doc_a, doc_repeat, threshold)}
+    cand = {(v.problem, v.case, v.implementation): v for v in compare(doc_a, doc_b, threshold)}
+    keys = sorted(repeat.keys() & cand.keys())
+    a_rows, r_rows, b_rows = _timed(doc_a), _timed(doc_repeat), _timed(doc_b)
+    worst = []
+    for key in keys:
+        pcts = [rows[key]["timing"].get("pct_of_peak") for rows in (a_rows, r_rows, b_rows)]
+        if None not in pcts:
+            excess = abs(pcts[2] - pcts[0]) - abs(pcts[1] - pcts[0])
+            worst.append((round(excess, 3), *key))
+    worst.sort(reverse=True)
+    return Equivalence(len(keys), sum(repeat[k].verdict != "same" for k in keys),
+                       sum(cand[k].verdict != "same" for k in keys), worst)
+
+
+def render_equivalence(e: Equivalence) -> str:
+    lines = [f"equivalence over {e.cases} case(s) timed in all three runs: not same, A vs its repeat: "
+             f"{e.not_same_repeat}; A vs B: {e.not_same} (allowed {e.not_same_repeat + EXTRA_NOT_SAME})"]
+    if e.worst:
+        excess, problem, case, impl = e.worst[0]
+        lines.append(f"largest move of % of peak beyond the repeat's: {excess:+.1f} points ({impl}, {problem} {case}; "
+                     f"allowed {PCT_POINTS:.0f})")
+    lines.append(f"B agrees with A as well as A agrees with itself: {'yes' if e.holds else 'no'}")
+    return "\n".join(lines)
 
 
 def render(doc_a: dict, doc_b: dict, verdicts: list[Verdict], threshold: float) -> str:
