@@ -140,21 +140,26 @@ def test_each_lane_keeps_a_core_for_its_timers(monkeypatch):
     assert gpu_lock.timing_cores_for(1) == [None]          # too few cores: none kept
 
 
-def test_a_gpu_lost_mid_run_fails_its_lanes_items_with_the_reason_and_the_merge_stays_valid(tmp_path, bad_backends,
-                                                                                            monkeypatch):
-    """GPU 1 lost: the lane's items on it come out failed, each with the driver's error; GPU 0's lane
-    and the merged document are unaffected (records.validate)."""
+def test_a_gpu_lost_mid_run_has_its_items_dealt_again_to_the_healthy_lane(tmp_path, bad_backends, monkeypatch):
+    """GPU 1 lost: the lane's items on it fail with the driver's error (kept in its own results), then
+    go to GPU 0's lane again; the merged run completes with every row ok and says what was re-dealt."""
     from tests.fixtures.bad_backends.gpulost import LOST
     sel = dict(problems=["segreduce"], backends=["gpulost", "array_api[numpy]"], kinds=("test",))
     parts = lanes.deal(plan(Options(**sel)), 2)
     gone = next(k for k, part in enumerate(parts) if any(j.impl.backend == "gpulost" for j in part))
     monkeypatch.setenv("WAYS_TEST_LOST_GPU", str(gone))        # the GPU the lost backend's job is dealt to
-    doc = ran(tmp_path / "out", "-b", "gpulost", "-b", "array_api[numpy]", "-p", "segreduce", "--cases", "test",
+    out = tmp_path / "out"
+    doc = ran(out, "-b", "gpulost", "-b", "array_api[numpy]", "-p", "segreduce", "--cases", "test",
               "--no-compile", "--gpus", "0,1")
-    on_lost = [x for x in doc["records"] if x["gpu"]["index"] == gone and x["status"] != "not_applicable"]
-    on_other = [x for x in doc["records"] if x["gpu"]["index"] != gone]
-    assert on_lost and all(x["status"] == "failed" and LOST in x["error"] for x in on_lost)
-    assert on_other and all(x["status"] in ("ok", "not_applicable") for x in on_other)
+    first = json.loads((out / "lanes" / f"gpu{gone}" / "results.json").read_text())
+    failed = [x for x in first["records"] if x["status"] == "failed"]
+    assert failed and all(LOST in x["error"] for x in failed) and lanes.lost(first)
+    assert doc["run"]["redealt"] == {"from": [str(gone)], "to": [str(1 - gone)], "items": len(failed)}
+    assert all(x["status"] in ("ok", "not_applicable") for x in doc["records"])
+    lost_rows = [x for x in doc["records"] if x["backend"] == "gpulost" and x["status"] == "ok"]
+    assert {x["case"] for x in lost_rows} == {x["case"] for x in failed}          # each once, measured again
+    assert len(lost_rows) == len(failed) and all(x["gpu"]["index"] == 1 - gone for x in lost_rows)
+    assert (out / "lanes" / f"gpu{1 - gone}-redealt" / "results.json").is_file()
 
 
 def _tagged_processes(tag: str) -> list[int]:

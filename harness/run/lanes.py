@@ -3,12 +3,16 @@ to the least loaded; each lane is an ordinary run (runner.Run) whose processes s
 (CUDA_VISIBLE_DEVICES), with its own copy and cuBLAS references measured on that GPU, into
 OUT/lanes/gpuN/; the lanes' results are merged into OUT/results.json, every record saying which
 GPU measured it. `--resume` deals what no lane has measured yet again, to the same lanes (a lane
-that finished early takes its share of what a slower one left)."""
+that finished early takes its share of what a slower one left). A lane whose GPU was lost (a row
+failed with an error that says so, LOST_GPU) has its failed and skipped items dealt again to the
+healthy lanes, into OUT/lanes/gpuN-redealt/; the merged document takes those rows in place of the
+lost lane's, and its run says what was re-dealt (`redealt`)."""
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -21,6 +25,10 @@ from harness.schedule.gpu_lock import timing_cores_for
 from harness.run.runner import Job, Options, Run, exclusive, plan
 
 BENCH_WEIGHT = 5          # a bench case costs about this many test cases (timing, sustained mode)
+# what the CUDA driver and nvidia-smi say when a GPU is gone (not a kernel's own fault)
+LOST_GPU = re.compile(r"CUDA_ERROR_DEVICE_UNAVAILABLE|CUDA_ERROR_NO_DEVICE|no CUDA-capable device|GPU is lost|"
+                      r"fallen off the bus|CUDA_ERROR_ECC_UNCORRECTABLE|cudaErrorDevicesUnavailable", re.I)
+REDO = ("failed", "skipped")
 
 
 class LaneError(ValueError):
@@ -135,8 +143,7 @@ def _run(opts: Options, lanes: list[str], parts: list[list[Job]], progress, comp
         finally:
             done.set()
 
-    for r, done in zip(runs, ended, strict=True):
-        threading.Thread(target=go, args=(r, done), daemon=True).start()
+    _start(runs, ended, go)
     try:
         for done in ended:
             done.wait()
@@ -149,9 +156,50 @@ def _run(opts: Options, lanes: list[str], parts: list[list[Job]], progress, comp
     if not written:                  # no lane got as far as its results: say why, not "empty merge"
         raise errors[0] if errors else RuntimeError("no lane wrote results")
     docs = [json.loads(p.read_text()) for p in written]
+    fields = {"lanes": lanes}
+    if not errors:
+        docs, written, fields = redeal(opts, lanes, docs, written, progress, fields)
     # the lanes ran side by side: the run took as long as its slowest lane (parts of a resumed one added)
-    doc = write_merged(opts.out, docs, [str(p) for p in written], lanes=lanes,
+    doc = write_merged(opts.out, docs, [str(p) for p in written], **fields,
                        duration_s=max(d["run"].get("duration_s") or 0 for d in docs))
     if errors:
         raise errors[0]
     return doc
+
+
+def _start(runs: list[Run], ended: list[threading.Event], go) -> None:
+    for r, done in zip(runs, ended, strict=True):
+        threading.Thread(target=go, args=(r, done), daemon=True).start()
+
+
+def lost(doc: dict) -> bool:
+    """Whether a lane's GPU was lost during its run: a row failed saying so."""
+    return any(r["status"] == "failed" and LOST_GPU.search(r.get("error") or "") for r in doc["records"])
+
+
+def _key(r: dict) -> tuple:
+    return r["backend"], r["variant"], r["problem"], r["case"]
+
+
+def redeal(opts: Options, lanes: list[str], docs: list[dict], written: list[Path], progress, fields: dict):
+    """The failed and skipped items of lanes whose GPU was lost, dealt again to the healthy lanes
+    (a run each, OUT/lanes/gpuN-redealt/); the documents to merge, their paths, the run's fields."""
+    gone = [k for k, d in enumerate(docs) if lost(d)]
+    healthy = [lanes[k] for k in range(len(docs)) if k not in gone]
+    if not gone or not healthy:
+        return docs, written, fields
+    redo = {_key(r) for k in gone for r in docs[k]["records"] if r["status"] in REDO}
+    jobs = [Job(j.impl, [c for c in j.cases if (j.impl.backend, j.impl.variant, j.impl.problem, c.name) in redo])
+            for j in plan(opts)]
+    parts = deal([j for j in jobs if j.cases], len(healthy), refs=plan(opts))
+    again = dataclasses.replace(opts, resume=False)
+    outs = [lane_out(opts.out, f"{lane}-redealt") for lane in healthy]
+    runs = [Run(dataclasses.replace(again, out=out), progress.lane(f"gpu{lane} (re-dealt)"), jobs=part, lane=lane)
+            for lane, part, out in zip(healthy, parts, outs, strict=True) if part]
+    for r in runs:                  # one after another: the healthy lanes' GPUs are free again
+        r.execute()
+    more = [out / "results.json" for out in outs if (out / "results.json").is_file()]
+    for k in gone:                  # the lost lane's rows that were dealt again leave its document
+        docs[k] = {**docs[k], "records": [r for r in docs[k]["records"] if _key(r) not in redo]}
+    fields = {**fields, "redealt": {"from": [lanes[k] for k in gone], "to": healthy, "items": len(redo)}}
+    return docs + [json.loads(p.read_text()) for p in more], written + more, fields
