@@ -62,10 +62,12 @@ def _first_line(node) -> int:
 
 
 def _cuda_string(node) -> Span | None:
-    """A module constant whose string holds CUDA C++ (`__global__`): its lines inside the quotes."""
+    """A module constant whose string holds CUDA C++ (`__global__`), also where a call edits the
+    string (`.replace(...)` on it): the string's lines inside the quotes."""
     value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
-    if isinstance(value, ast.Constant) and isinstance(value.value, str) and "__global__" in value.value:
-        return Span(node.lineno + 1, node.end_lineno - 1, "cuda")
+    for c in ast.walk(value) if value is not None else ():
+        if isinstance(c, ast.Constant) and isinstance(c.value, str) and "__global__" in c.value:
+            return Span(c.lineno + 1, c.end_lineno - 1, "cuda")
     return None
 
 
