@@ -106,7 +106,8 @@ class ArrayAPI(Backend):
         if self.device() == "cpu" and {"S", "D"} <= case.shape.keys():
             b, h, seq, d = (case.shape[k] for k in ("B", "H", "S", "D"))
             if b * h * seq * seq * d > NUMPY_ATTENTION_MACS:
-                return "materialised attention on the CPU: tens of seconds a call at this size"
+                library = {"numpy": "NumPy", "jax": "JAX", "dask": "Dask"}[self.variant]
+                return f"{library}'s materialised attention on the CPU: tens of seconds a call at this size"
         return None
 
     def to_device(self, a, dtype):
