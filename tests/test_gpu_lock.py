@@ -137,7 +137,10 @@ def test_compile_time_processes_run_beside_the_jobs_workers(tmp_path):
         assert comp["beside_workers"] == 2 and comp["repeats_at_once"] and comp["processes"] == 4
         assert len(comp["cold_samples"]) == len(comp["warm_samples"]) == 2 and comp["warm_s"] > 0
         assert comp["concurrent"] % 2 == 0                      # processes at once: implementations x repeats
-        assert comp["cold_cpu_s"] > 0 and comp["warm_cpu_s"] > 0  # CPU seconds: what a loaded machine leaves
+        # CPU seconds of the build (what a loaded machine leaves it): recorded; NumPy's build only binds
+        # its function, so a clock tick (10 ms) may not pass
+        assert all(isinstance(comp[k], float) and 0 <= comp[k] <= comp[k.replace("_cpu", "")] + 0.02
+                   for k in ("cold_cpu_s", "warm_cpu_s"))
     run = doc["run"]
     assert "compile-time processes (after the workers ended)" in run["phases"]
     assert abs(sum(run["phases"].values()) - run["duration_s"]) < 0.05 * run["duration_s"] + 0.1
