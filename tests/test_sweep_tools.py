@@ -34,3 +34,22 @@ def test_pct_of_reference():
     nbytes = seg.work(case)[0]
     # the copy moves 2 GiB (read + written) in ref_ms: same time for nbytes gives nbytes / 2 GiB
     assert abs(pct_of_reference("segreduce", case, 1.0, 1.0) - 100 * nbytes / (2 << 30)) < 1e-9
+
+
+def test_the_scan_sweeps_knobs_are_the_builds_keywords():
+    """Every knob a one-pass scan's sweep tries is a keyword its build() takes (read from the source:
+    nothing imported), and the sweep names real bench cases."""
+    import ast
+
+    import backends
+    import problems
+    from tools.knob_sweep import CANDIDATES
+    for (backend, problem), (make, cases) in CANDIDATES.items():
+        if problem != "scan":
+            continue
+        tree = ast.parse(backends.source_path(backend, problem).read_text())
+        build = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "build")
+        takes = {a.arg for a in build.args.args + build.args.kwonlyargs}
+        for name in cases:
+            knobs = make(problems.get(problem).case(name), "")
+            assert knobs and all(set(k) <= takes for k in knobs), (backend, knobs)

@@ -8,7 +8,7 @@
 #                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
 #                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs, context-probe,
 #                                        lanes-full, lanes-check, demo, profile, faults, check-fixes, verify, sweep,
-#                                        attention, scan, examples
+#                                        attention, scan, scan-sweep, examples
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -168,6 +168,9 @@ for step in "$@"; do
         ${RESUME:+--resume} --out "$OUT/$step/part"
       run_profile "$OUT/$step/part/results.json"
       bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;
+    scan-sweep)       # the one-pass scans' tile and warps (Triton, Helion), checked and timed beside the copy
+      timeout 240 python -m tools.knob_sweep triton scan --out "$OUT/$step/triton"
+      timeout 240 python -m tools.knob_sweep helion scan --variant fixed --out "$OUT/$step/helion" ;;
     examples)         # the tools' own attention examples and cuda.compute's scan benchmark (.upstream/ carried)
       upstream_attention "$OUT/$step"
       bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;

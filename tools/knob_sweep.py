@@ -1,6 +1,7 @@
 """Which knobs an implementation takes, for those whose build() takes keyword knobs (CuTe DSL GEMM:
 tile, cluster, tile order; nvrtc elementwise: kernel shape; nvrtc[cutlass]: CUTLASS tile and
-cluster; cuTile GEMM: tile, hints, persistent, prefetch; cuTile attention: tile, hints, prefetch):
+cluster; cuTile GEMM: tile, hints, persistent, prefetch; cuTile attention: tile, hints, prefetch;
+Triton's and Helion's one-pass scans: tile and warps):
 each candidate built by the lab's Session on a bench case, checked against the float64 reference and
 timed cold beside the reference timed the same way in the same process (cuBLAS for GEMM, the 1 GiB
 copy for the rest: tools/sweep.py).
@@ -10,6 +11,7 @@ copy for the rest: tools/sweep.py).
     python -m tools.knob_sweep nvrtc gemm --variant cutlass --out DIR
     python -m tools.knob_sweep cutile gemm --out DIR; ... --variant tf32x3 --case 4096x4096x4096-float32
     python -m tools.knob_sweep cutile attention --out DIR
+    python -m tools.knob_sweep triton scan --out DIR; python -m tools.knob_sweep helion scan --variant fixed --out DIR
 
 Writes DIR/sweep.json as it goes and prints a table per case, best first; winners go into the
 implementation's defaults by hand.
@@ -77,6 +79,13 @@ def cutile_attention(case, variant):
     return [{"tile": t, "hints": h, "latency": lat} for t, h in shapes for lat in ((2, 4), (0, 0))]
 
 
+def one_pass_scan(case, variant):
+    """A program's tile (elements) and its warps, for the one-pass look-back scans (triton, helion[fixed]):
+    a larger tile halves the look-backs, a smaller one the registers a thread holds."""
+    return [{"block": b, "warps": w} for b in (2048, 4096, 8192, 16384) for w in (4, 8, 16)]
+
+
+SCAN_CASES = ("268435456-float32", "268435456-bfloat16", "1048576-float32")
 GEMM_CASES = ("8192x8192x8192-bfloat16", "8192x8192x8192-float16", "4096x4096x4096-bfloat16",
               "16384x16384x512-bfloat16")
 CANDIDATES = {("cute_dsl", "gemm"): (cute_dsl_gemm, GEMM_CASES),
@@ -88,7 +97,9 @@ CANDIDATES = {("cute_dsl", "gemm"): (cute_dsl_gemm, GEMM_CASES),
                                                            "16x16x1024x64-full-bfloat16",
                                                            "1x16x16384x128-causal-bfloat16")),
               ("nvrtc", "elementwise"): (nvrtc_elementwise, ("268435456-float32", "268435456-float16",
-                                                             "268435456-bfloat16"))}
+                                                             "268435456-bfloat16")),
+              ("triton", "scan"): (one_pass_scan, SCAN_CASES),
+              ("helion", "scan"): (one_pass_scan, SCAN_CASES)}          # with --variant fixed
 
 
 def shown(knobs: dict) -> dict:

@@ -56,11 +56,11 @@ def prefix_sum(x: torch.Tensor, y: torch.Tensor, flags: torch.Tensor, aggregates
         y[tile] = torch.cumsum(v, 0) + exclusive
 
 
-def build(case, inputs, outputs, stream, variant=""):
+def build(case, inputs, outputs, stream, variant="", block=BLOCK, warps=FIXED_WARPS):
     x, y = inputs["x"], outputs["y"]
     n = x.numel()
     # the interpreter runs programs one by one: about 64 tiles of at least 64 elements
-    block = min(BLOCK, max(64, 1 << (n // 64 - 1).bit_length())) if interpreted() else BLOCK
+    block = min(block, max(64, 1 << (n // 64 - 1).bit_length())) if interpreted() else block
     configs = [helion.Config(block_sizes=[block], num_warps=w) for w in WARPS]
     kernel = helion.kernel(prefix_sum, configs=configs)
     tiles = -(-n // block)
@@ -68,7 +68,7 @@ def build(case, inputs, outputs, stream, variant=""):
     aggregates, prefixes = (torch.empty(tiles, dtype=torch.float32, device=x.device) for _ in range(2))
     launch = prepared(kernel, (x, y, flags, aggregates, prefixes),
                       (x, torch.empty_like(y), flags, aggregates, prefixes),
-                      helion.Config(block_sizes=[block], num_warps=FIXED_WARPS), variant)
+                      helion.Config(block_sizes=[block], num_warps=warps), variant)
 
     def run():
         flags.zero_()

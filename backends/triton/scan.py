@@ -46,19 +46,19 @@ def scan(x_ptr, y_ptr, n, state_ptr, BLOCK: tl.constexpr):
     tl.store(y_ptr + offsets, tl.cumsum(x, axis=0) + exclusive, mask=offsets < n)
 
 
-def build(case, inputs, outputs, stream, variant=""):
+def build(case, inputs, outputs, stream, variant="", block=BLOCK, warps=WARPS):
     x, y = inputs["x"], outputs["y"]
     n = x.numel()
     # the interpreter runs programs one by one: about 64 tiles of at least 64 elements
-    block = min(BLOCK, max(64, triton.next_power_of_2(n // 64))) if interpreted() else BLOCK
+    block = min(block, max(64, triton.next_power_of_2(n // 64))) if interpreted() else block
     grid = (triton.cdiv(n, block),)
     state = torch.zeros(grid[0] + 1, dtype=torch.int64, device=x.device)    # the ticket, then a word a tile
     if not interpreted():
         with compiling():
-            scan.warmup(x, y, n, state, BLOCK=block, num_warps=WARPS, grid=grid)
+            scan.warmup(x, y, n, state, BLOCK=block, num_warps=warps, grid=grid)
 
     def run():
         state.zero_()
-        scan[grid](x, y, n, state, BLOCK=block, num_warps=WARPS)
+        scan[grid](x, y, n, state, BLOCK=block, num_warps=warps)
 
     return run
