@@ -125,11 +125,33 @@ def write_merged(out: Path, docs: list[dict], names: list[str], **run_fields) ->
 
 def _run(opts: Options, lanes: list[str], parts: list[list[Job]], progress, compiled: set = frozenset()) -> dict:
     outs = [lane_out(opts.out, lane) for lane in lanes]
+    errors = _side_by_side(opts, lanes, parts, outs, [f"gpu{lane}" for lane in lanes], progress, compiled)
+    written = {lane: out / "results.json" for lane, out in zip(lanes, outs, strict=True)
+               if (out / "results.json").is_file()}
+    if not written:                  # no lane got as far as its results: say why, not "empty merge"
+        raise errors[0] if errors else RuntimeError("no lane wrote results")
+    docs = {lane: json.loads(p.read_text()) for lane, p in written.items()}
+    paths, fields = list(written.values()), {"lanes": lanes}
+    if not errors:
+        paths, more, fields = redeal(opts, docs, paths, progress, fields)
+        errors += more
+    merged = list(docs.values()) + [json.loads(p.read_text()) for p in paths[len(docs):]]
+    # the lanes ran side by side: the run took as long as its slowest lane (parts of a resumed one added)
+    doc = write_merged(opts.out, merged, [str(p) for p in paths], **fields,
+                       duration_s=max(d["run"].get("duration_s") or 0 for d in merged))
+    if errors:
+        raise errors[0]
+    return doc
+
+
+def _side_by_side(opts: Options, lanes: list[str], parts: list[list[Job]], outs: list[Path], names: list[str],
+                  progress, compiled: set = frozenset()) -> list[BaseException]:
+    """A run per lane (its GPU, its part, its out), all at once; the exceptions they raised."""
     cores = max(1, usable_cores() // len(lanes))      # each lane's compile-time processes share the cores
     kept = timing_cores_for(len(lanes))                # and each lane's timers keep one
     runs = [Run(dataclasses.replace(opts, out=out, resume=opts.resume and (out / "results.jsonl").is_file()),
-                progress.lane(f"gpu{lane}"), jobs=part, lane=lane, cores=cores, timing_cores=timing, compiled=compiled)
-            for lane, part, out, timing in zip(lanes, parts, outs, kept, strict=True)]
+                progress.lane(name), jobs=part, lane=lane, cores=cores, timing_cores=timing, compiled=compiled)
+            for lane, part, out, name, timing in zip(lanes, parts, outs, names, kept, strict=True)]
     errors: list[BaseException] = []
     # Events, not Thread.join: a join that Ctrl-C interrupts can leave the thread looking finished
     # (CPython 3.12), and the merge would then miss a lane still writing its results
@@ -143,7 +165,8 @@ def _run(opts: Options, lanes: list[str], parts: list[list[Job]], progress, comp
         finally:
             done.set()
 
-    _start(runs, ended, go)
+    for r, done in zip(runs, ended, strict=True):
+        threading.Thread(target=go, args=(r, done), daemon=True).start()
     try:
         for done in ended:
             done.wait()
@@ -152,24 +175,7 @@ def _run(opts: Options, lanes: list[str], parts: list[list[Job]], progress, comp
         for done in ended:
             done.wait(timeout=60)
         errors.insert(0, exc)
-    written = [out / "results.json" for out in outs if (out / "results.json").is_file()]
-    if not written:                  # no lane got as far as its results: say why, not "empty merge"
-        raise errors[0] if errors else RuntimeError("no lane wrote results")
-    docs = [json.loads(p.read_text()) for p in written]
-    fields = {"lanes": lanes}
-    if not errors:
-        docs, written, fields = redeal(opts, lanes, docs, written, progress, fields)
-    # the lanes ran side by side: the run took as long as its slowest lane (parts of a resumed one added)
-    doc = write_merged(opts.out, docs, [str(p) for p in written], **fields,
-                       duration_s=max(d["run"].get("duration_s") or 0 for d in docs))
-    if errors:
-        raise errors[0]
-    return doc
-
-
-def _start(runs: list[Run], ended: list[threading.Event], go) -> None:
-    for r, done in zip(runs, ended, strict=True):
-        threading.Thread(target=go, args=(r, done), daemon=True).start()
+    return errors
 
 
 def lost(doc: dict) -> bool:
@@ -181,25 +187,24 @@ def _key(r: dict) -> tuple:
     return r["backend"], r["variant"], r["problem"], r["case"]
 
 
-def redeal(opts: Options, lanes: list[str], docs: list[dict], written: list[Path], progress, fields: dict):
-    """The failed and skipped items of lanes whose GPU was lost, dealt again to the healthy lanes
-    (a run each, OUT/lanes/gpuN-redealt/); the documents to merge, their paths, the run's fields."""
-    gone = [k for k, d in enumerate(docs) if lost(d)]
-    healthy = [lanes[k] for k in range(len(docs)) if k not in gone]
+def redeal(opts: Options, docs: dict[str, dict], paths: list[Path], progress, fields: dict):
+    """The failed and skipped items of the lanes whose GPU was lost (`docs`: each lane's document),
+    dealt again to the healthy lanes, side by side (OUT/lanes/gpuN-redealt/); the lost lanes' documents
+    lose those rows. The paths of the documents to merge, the runs' exceptions, the run's fields."""
+    gone = [lane for lane, d in docs.items() if lost(d)]
+    healthy = [lane for lane in docs if lane not in gone]
     if not gone or not healthy:
-        return docs, written, fields
-    redo = {_key(r) for k in gone for r in docs[k]["records"] if r["status"] in REDO}
+        return paths, [], fields
+    redo = {_key(r) for lane in gone for r in docs[lane]["records"] if r["status"] in REDO}
+    planned = plan(opts)
     jobs = [Job(j.impl, [c for c in j.cases if (j.impl.backend, j.impl.variant, j.impl.problem, c.name) in redo])
-            for j in plan(opts)]
-    parts = deal([j for j in jobs if j.cases], len(healthy), refs=plan(opts))
-    again = dataclasses.replace(opts, resume=False)
-    outs = [lane_out(opts.out, f"{lane}-redealt") for lane in healthy]
-    runs = [Run(dataclasses.replace(again, out=out), progress.lane(f"gpu{lane} (re-dealt)"), jobs=part, lane=lane)
-            for lane, part, out in zip(healthy, parts, outs, strict=True) if part]
-    for r in runs:                  # one after another: the healthy lanes' GPUs are free again
-        r.execute()
-    more = [out / "results.json" for out in outs if (out / "results.json").is_file()]
-    for k in gone:                  # the lost lane's rows that were dealt again leave its document
-        docs[k] = {**docs[k], "records": [r for r in docs[k]["records"] if _key(r) not in redo]}
-    fields = {**fields, "redealt": {"from": [lanes[k] for k in gone], "to": healthy, "items": len(redo)}}
-    return docs + [json.loads(p.read_text()) for p in more], written + more, fields
+            for j in planned]
+    parts = deal([j for j in jobs if j.cases], len(healthy), refs=planned)
+    busy = [(lane, part) for lane, part in zip(healthy, parts, strict=True) if part]
+    outs = [lane_out(opts.out, f"{lane}-redealt") for lane, _ in busy]
+    errors = _side_by_side(dataclasses.replace(opts, resume=False), [lane for lane, _ in busy],
+                           [part for _, part in busy], outs, [f"gpu{lane} (re-dealt)" for lane, _ in busy], progress)
+    for lane in gone:               # the lost lane's rows that were dealt again leave its document
+        docs[lane] = {**docs[lane], "records": [r for r in docs[lane]["records"] if _key(r) not in redo]}
+    fields = {**fields, "redealt": {"from": gone, "to": healthy, "items": len(redo)}}
+    return paths + [out / "results.json" for out in outs if (out / "results.json").is_file()], errors, fields
