@@ -18,8 +18,8 @@ import os
 import numpy as np
 
 from backends import gpus
-from backends.base import (Backend, StreamHandle, Unavailable, cupy_overwrite, torch_stream, torch_stream_context,
-                           torch_to_device, torch_to_host)
+from backends.base import (Backend, StreamHandle, TorchArrays, Unavailable, cupy_overwrite, torch_stream,
+                           torch_stream_context, torch_to_device, torch_to_host)
 
 _TOOL = {"numpy": "numpy", "cupy": "cupy", "torch": "torch", "jax": "jax", "dask": "dask"}
 CHUNK_BYTES = 256 * 2**20      # Dask's chunks: large enough that one GPU kernel per chunk fills the GPU
@@ -130,7 +130,7 @@ class ArrayAPI(Backend):
         if self.storage() == "numpy":
             np.copyto(dst, host)
         elif self.storage() == "torch":
-            dst.copy_(torch_to_device(host, dtype, "cpu"))
+            TorchArrays.overwrite(self, dst, host, dtype)
         else:
             cupy_overwrite(dst, host)
 
