@@ -6,6 +6,8 @@ panel's code fits (its lines, and their code before any trailing comment); a ker
 tallest panel is cut, saying how many lines are left out. More tools than fit: several slides."""
 from __future__ import annotations
 
+import itertools
+
 from harness.report import kernel_source
 from harness.report.slide_canvas import (CODE_PX, FOOTER_BAND, GAP, HEADING_PX, HEIGHT, MARGIN, TEXT_PX,
                                          TITLE_BAND, WIDTH, box, canvas, points, save)
@@ -34,10 +36,21 @@ def _panel_size(cols: int, rows: int, top: float, bottom: float) -> tuple[float,
     return (WIDTH - 2 * MARGIN - (cols - 1) * GAP) / cols, (bottom - top - (rows - 1) * GAP) / rows
 
 
+def _room(height: float) -> int:
+    """Lines of code a panel `height` pixels tall shows at CODE_PX."""
+    return int((height - HEADER_PX - CAPTION_PX - 2 * PAD) // LINE_PX)
+
+
+def _shown(lines: list, room: int) -> int:
+    """How many of the kernel's lines a panel shows: all that fit, else one fewer (its last line says
+    how many more there are)."""
+    return len(lines) if len(lines) <= room else room - 1
+
+
 def capacity(cols: int, rows: int, top: float, bottom: float) -> tuple[int, int]:
     """(lines, characters) of code a panel of the layout shows at CODE_PX."""
     width, height = _panel_size(cols, rows, top, bottom)
-    return int((height - HEADER_PX - CAPTION_PX - 2 * PAD) // LINE_PX), int((width - 2 * PAD) // (CODE_PX * ADVANCE_EM))
+    return _room(height), int((width - 2 * PAD) // (CODE_PX * ADVANCE_EM))
 
 
 def _code_width(line: str) -> int:
@@ -68,21 +81,17 @@ def layouts(panels: list[tuple[str, list]], top: float, bottom: float) -> list[t
 def _tokens(lines: list[tuple[str, str]]):
     """Per line, its (colour, text) pieces: each run of one language lexed as a whole."""
     from pygments.lexers import CudaLexer, PythonLexer
-    out, k = [], 0
-    while k < len(lines):
-        language = lines[k][0]
-        run = [t for _, t in lines[k:]][:next((j for j, (lang, _) in enumerate(lines[k:]) if lang != language),
-                                             len(lines) - k)]
+    out = []
+    for language, run in itertools.groupby(lines, key=lambda line: line[0]):
         lexer = CudaLexer() if language == "cuda" else PythonLexer()
         row: list = []
-        for ttype, text in lexer.get_tokens("\n".join(run) + "\n"):
+        for ttype, text in lexer.get_tokens("\n".join(t for _, t in run) + "\n"):
             for j, part in enumerate(text.split("\n")):
                 if j:
                     out.append(row)
                     row = []
                 if part:
                     row.append((_colour(ttype), part))
-        k += len(run)
     return out[:len(lines)]
 
 
@@ -92,11 +101,10 @@ def _panel(fig, left, top, width, height, title, colour, lines, caption) -> None
     ax.add_patch(Rectangle((0, 0), width, height, facecolor="#fbfcfc", edgecolor="#d5d8dc"))
     ax.add_patch(Rectangle((0, 0), width, HEADER_PX, facecolor=colour, edgecolor="none"))
     ax.text(PAD, HEADER_PX / 2, title, color="white", fontsize=points(HEADING_PX), fontweight="bold", va="center")
-    shown = int((height - HEADER_PX - CAPTION_PX - 2 * PAD) // LINE_PX)
-    cut = len(lines) - shown
-    rows = _tokens(lines[:shown - 1] if cut > 0 else lines)
-    if cut > 0:
-        rows.append([("#839192", f"... {cut + 1} more lines of the kernel")])
+    shown = _shown(lines, _room(height))
+    rows = _tokens(lines[:shown])
+    if shown < len(lines):
+        rows.append([("#839192", f"... {len(lines) - shown} more lines of the kernel")])
     advance = CODE_PX * ADVANCE_EM
     for n, row in enumerate(rows):
         col, y = 0, HEADER_PX + PAD + n * LINE_PX
@@ -127,9 +135,8 @@ def write(problem: str, tools: list[dict], footer_text: str, out) -> list:
             tool, lines, total = panels[k + j]
             left = MARGIN + (j % cols) * (width + GAP)
             y = top + (j // cols) * (height + GAP)
-            room = int((height - HEADER_PX - CAPTION_PX - 2 * PAD) // LINE_PX)
-            shown = len(lines) if len(lines) <= room else room - 1
-            caption = f"{shown} of the file's {total} lines" + (f" · {tool['caption']}" if tool["caption"] else "")
+            caption = " · ".join([f"{_shown(lines, _room(height))} of the file's {total} lines",
+                                  *([tool["caption"]] if tool["caption"] else [])])
             _panel(fig, left, y, width, height, f"{tool['name']} ({tool['family']})", tool["colour"], lines, caption)
         k += len(chunk)
         paths += save(fig, out, f"code-{problem}-{n}" if len(slides) > 1 else f"code-{problem}")
