@@ -14,7 +14,7 @@ from pathlib import Path
 from harness.report import code_slides
 from harness.report.slide_canvas import GAP, MARGIN, TEXT_PX, WIDTH, box, canvas, footer, points, save
 from harness.report.style import FAMILY_COLOURS, family_colour
-from harness.report.verdict import VERDICT_PCT, headline_case
+from harness.report.verdict import VERDICT_PCT, compile_cold, headline_case
 from harness.results.records import counts, flag, impl_label
 
 FAMILIES = ("no kernel", "SIMT", "tile", "tensor-core DSL", "C++")
@@ -27,16 +27,10 @@ def best_rows(doc: dict, problem: str) -> dict[str | None, dict[str, dict]]:
     for r in doc["records"]:
         pct = (r.get("timing") or {}).get("pct_of_peak")
         if r["problem"] == problem and r["case"] == case and counts(r) and pct is not None:
-            tag, best = (r.get("source") or {}).get("tag"), out[(r.get("source") or {}).get("tag")].get(r["backend"])
-            if best is None or pct > best["timing"]["pct_of_peak"]:
-                out[tag][r["backend"]] = r
+            best = out[(r.get("source") or {}).get("tag")]
+            if r["backend"] not in best or pct > best[r["backend"]]["timing"]["pct_of_peak"]:
+                best[r["backend"]] = r
     return out
-
-
-def compile_cold(doc: dict) -> dict[tuple[str, str], float]:
-    """(problem, implementation) -> cold compile seconds."""
-    return {(r["problem"], impl_label({**r, "source": None})): r["compile"]["cold_s"] for r in doc["records"]
-            if (r.get("compile") or {}).get("cold_s") is not None}
 
 
 def _family(name: str) -> str:
@@ -44,11 +38,12 @@ def _family(name: str) -> str:
     return backends.get(name).family if name in backends.names() else ""
 
 
-def default_tools(doc: dict, problem: str) -> list[str]:
-    """One tool per family: the one whose best row at the headline case is highest (any GPU)."""
+def default_tools(bests: dict[str | None, dict[str, dict]]) -> list[str]:
+    """One tool per family: the one whose best row at the headline case (`bests`: best_rows) is highest
+    (any GPU)."""
     import backends
     best: dict[str, tuple[float, str]] = {}
-    for rows in best_rows(doc, problem).values():
+    for rows in bests.values():
         for name, r in rows.items():
             fam, pct = _family(name), r["timing"]["pct_of_peak"]
             if name in backends.names() and (fam not in best or pct > best[fam][0]):
@@ -56,11 +51,11 @@ def default_tools(doc: dict, problem: str) -> list[str]:
     return [best[f][1] for f in FAMILIES if f in best]
 
 
-def caption(doc: dict, problem: str, name: str, compiles: dict) -> str:
-    bests = best_rows(doc, problem)
-    loc = next((r["loc"]["total"] for r in doc["records"] if r["backend"] == name and r["problem"] == problem
-                and r.get("loc")), None)
-    colds = [s for (p, label), s in compiles.items() if p == problem and label.split("[")[0] == name]
+def caption(doc: dict, problem: str, name: str, bests: dict[str | None, dict[str, dict]]) -> str:
+    """Under a tool's code: its LOC, fastest cold compile (any variant) and % of the ceiling per GPU."""
+    rows = [r for r in doc["records"] if r["backend"] == name and r["problem"] == problem]
+    loc = next((r["loc"]["total"] for r in rows if r.get("loc")), None)
+    colds = [r["compile"]["cold_s"] for r in rows if (r.get("compile") or {}).get("cold_s") is not None]
     pcts = [f"{f'{tag} ' if tag else ''}{rows[name]['timing']['pct_of_peak']:.1f}%"
             for tag, rows in sorted(bests.items(), key=lambda kv: kv[0] or "") if name in rows]
     return " · ".join([*([f"{loc} LOC"] if loc else []), *([f"compile {seconds(min(colds))}"] if colds else []),
@@ -97,7 +92,7 @@ def _verdict(doc: dict, problem: str, tag: str | None, rows: dict[str, dict], co
         ax.text(label_w - 12, y + row_px / 2, label, ha="right", va="center", fontsize=points(TEXT_PX),
                 color=family_colour(r["backend"]), fontweight="bold")
         ax.barh(y + row_px / 2, pct * scale, height=row_px * 0.7, left=label_w, color=family_colour(r["backend"]))
-        cold = compiles.get((problem, impl_label({**r, "source": None})))
+        cold = compiles.get((problem, impl_label(r)))
         loc = (r.get("loc") or {}).get("total")
         note = " · ".join([f"{pct:.1f}%", *([f"{loc} LOC"] if loc else []),
                            *([f"compile {seconds(cold)}"] if cold else [])])
@@ -153,19 +148,17 @@ def write(doc: dict, out: Path, tools: list[str] | None = None) -> list[Path]:
     """Every slide of `doc` into `out`; `tools`: the code slides' tools (default: one per family)."""
     import backends
     compiles = compile_cold(doc)
-    problems = sorted({r["problem"] for r in doc["records"]})
+    bests = {problem: best_rows(doc, problem) for problem in sorted({r["problem"] for r in doc["records"]})}
     paths = []
-    for problem in problems:
-        chosen = [n for n in (tools or default_tools(doc, problem))
+    by_tag: dict = defaultdict(dict)
+    for problem, best in bests.items():
+        chosen = [n for n in (tools or default_tools(best))
                   if n in backends.names() and backends.source_path(n, problem).is_file()]
         panels = [code_slides.tool(n, _family(n), backends.source_path(n, problem).read_text(),
-                                   caption(doc, problem, n, compiles)) for n in chosen]
+                                   caption(doc, problem, n, best)) for n in chosen]
         paths += code_slides.write(problem, panels, footer(doc), out)
-        for tag, rows in sorted(best_rows(doc, problem).items(), key=lambda kv: kv[0] or ""):
+        for tag, rows in sorted(best.items(), key=lambda kv: kv[0] or ""):
             paths += _verdict(doc, problem, tag, rows, compiles, out)
-    by_tag: dict = defaultdict(dict)
-    for problem in problems:
-        for tag, rows in best_rows(doc, problem).items():
             by_tag[tag][problem] = rows
     for tag, per_problem in sorted(by_tag.items(), key=lambda kv: kv[0] or ""):
         paths += _overview(doc, tag, per_problem, out)

@@ -24,13 +24,16 @@ def headline_case(problem: str) -> str:
 HEADER = ["implementation", "ms", "% of ceiling", f"≥ {VERDICT_PCT:.0f}%", "LOC", "compile cold s"]
 
 
+def compile_cold(doc: dict) -> dict[tuple[str, str], float]:
+    """(problem, implementation label) -> its cold compile seconds, where the run measured them."""
+    return {(r["problem"], impl_label(r)): r["compile"]["cold_s"] for r in doc["records"]
+            if (r.get("compile") or {}).get("cold_s") is not None}
+
+
 def tables(doc: dict) -> list[tuple[str, str, list[list[str]]]]:
     """Per problem with a timed headline case: the problem, what its table shows, and a row of cells
     (HEADER) per implementation, best first."""
-    compile_s = {}
-    for r in doc["records"]:
-        if (r.get("compile") or {}).get("cold_s") is not None:
-            compile_s[(r["problem"], impl_label(r))] = r["compile"]["cold_s"]
+    compile_s = compile_cold(doc)
     out = []
     for problem in sorted({r["problem"] for r in doc["records"]}):
         case = headline_case(problem)
