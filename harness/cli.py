@@ -223,12 +223,10 @@ def cmd_report(args) -> int:
         verdict.write_into(Path(args.readme), doc, " + ".join(args.results))
     tools = None
     if args.slide_tools:
-        import backends
-        tools = [t.strip() for t in args.slide_tools.split(",") if t.strip()]
-        unknown = [t for t in tools if t not in backends.names()]
-        if unknown:
-            raise UsageError(f"--slide-tools: unknown backend {', '.join(unknown)} "
-                             f"(valid: {', '.join(backends.names())})")
+        try:
+            tools = [registry.parse_backend(t)[0] for t in args.slide_tools.split(",") if t.strip()]
+        except ValueError as exc:
+            raise UsageError(f"--slide-tools: {exc}") from None
     pipeline.write(doc, out, args.html, args.slides or bool(tools), written, slide_tools=tools)
     return 0
 

@@ -363,6 +363,11 @@ def test_slides_of_two_gpus_have_a_verdict_and_an_overview_each(tmp_path):
     assert "H100" in footer and "H200" in footer
 
 
+def test_slide_tools_names_only_known_backends(tmp_path):
+    r = ways("report", str(CUTE), "--slide-tools", "triton,nope", "--out", str(tmp_path))
+    assert r.returncode == 2 and "--slide-tools: unknown backend 'nope' (valid: array_api" in r.stderr, r.stderr
+
+
 def test_default_code_slides_show_one_tool_per_family(tmp_path):
     pytest.importorskip("matplotlib", reason="figures need matplotlib (pip install '.[report]')")
     from harness.report import slides
