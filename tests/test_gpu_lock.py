@@ -208,6 +208,25 @@ def test_a_slow_builder_is_spread_over_workers(tmp_path, monkeypatch):
     assert len(logs) == len({c.dtype for c in tests})
 
 
+def test_the_nvmath_pipeline_builds_once_per_shape_bucket():
+    """nvmath's DevicePipeline compiles its kernels for its arrays' shapes (minutes each): the pipeline
+    variant pads every side to a power of two of at least PIPELINE_BUCKET, so the float16 test
+    matrices share one build (one worker), the 8192^3 case has its own, the other dtypes none."""
+    import problems
+    from backends.nvmath_device import PIPELINE_BUCKET, pipeline_bucket
+    from harness.run.plan import Job, shards
+    from harness.run.registry import Impl
+    assert [pipeline_bucket(n) for n in (1, 1000, PIPELINE_BUCKET, PIPELINE_BUCKET + 1, 8192)] == \
+        [PIPELINE_BUCKET, PIPELINE_BUCKET, PIPELINE_BUCKET, 2 * PIPELINE_BUCKET, 8192]
+    gemm = problems.get("gemm")
+    cases = list(gemm.cases())
+    parts = shards(Job(Impl("nvmath_device", "pipeline", "gemm"), cases))
+    small = [c.name for c in cases if c.dtype == "float16" and max(c.shape.values()) <= PIPELINE_BUCKET]
+    names = [[c.name for c in p.cases] for p in parts]
+    assert len(small) >= 5 and names[:2] == [small, ["8192x8192x8192-float16"]]
+    assert len(parts) == 3 and all(c.dtype != "float16" for c in parts[2].cases)
+
+
 def test_build_time_leaves_out_waiting_for_the_gpu():
     """A build that waits for another worker's timing (compiling() released the GPU, taking it back
     waits) is not charged for the wait: build_s is the build's own time."""

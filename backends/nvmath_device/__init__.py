@@ -8,6 +8,14 @@ minutes (libmathdx runs NVRTC for every cuBLASDx call) and nothing of it can be 
 (numba-cuda does not cache kernels that link code), so the lab reports the first build."""
 from backends.base import NumbaBackend
 
+# A DevicePipeline's kernels are compiled for its arrays' very shapes (minutes each): the pipeline
+# variant pads each side up to a power of two, at least this, so every small matrix shares one build.
+PIPELINE_BUCKET = 2048
+
+
+def pipeline_bucket(side: int) -> int:
+    return max(PIPELINE_BUCKET, 1 << (side - 1).bit_length())
+
 
 class NvmathDevice(NumbaBackend):
     family = "tensor-core DSL"
@@ -27,8 +35,9 @@ class NvmathDevice(NumbaBackend):
         return 150.0          # cuBLASDx code generation under numba's compile lock: 69-165 s a first build
 
     def build_key(self, problem, case):
-        # a DevicePipeline is built for its very arrays: a new shape is a new kernel (~85 s)
-        return case.name if self.variant == "pipeline" else case.dtype
+        if self.variant == "pipeline":        # a new padded shape is a new kernel (~85 s)
+            return case.dtype, tuple(pipeline_bucket(case.shape[d]) for d in "MNK")
+        return case.dtype
 
     def supports(self, case):
         if case.dtype == "bfloat16":

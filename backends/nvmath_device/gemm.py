@@ -3,7 +3,8 @@ accumulation in registers, written after nvmath's examples/device performance ex
 - "": cublasdx_device_gemm_performance.py, a K loop of MM.execute() on slices double-buffered
   in shared memory by async copies;
 - "pipeline": cublasdx_device_gemm_performance_pipeline.py, a DevicePipeline (built on the host
-  for these very arrays) runs the whole K loop with TMA and warpgroup MMA.
+  for these very arrays) runs the whole K loop with TMA and warpgroup MMA; its kernels are compiled
+  for the arrays' shapes, so the arrays are padded to a few shape buckets (pipeline_bucket).
 The lab's arrays are row-major. A plan with `swap` computes C^T = B^T @ A^T instead, all three
 read as column-major (the same bytes): the arrangement nvmath's K-loop example uses."""
 import functools
@@ -17,6 +18,7 @@ from nvmath.device.cublasdx import MAX_ALIGNMENT
 from nvmath.device.cublasdx_numba import pipeline_extensions
 
 from backends.base import compiling
+from backends.nvmath_device import pipeline_bucket
 from backends.nvmath_device._tiles import compiled_with_smem, copier, padded, transposed
 
 
@@ -137,12 +139,14 @@ def build(case, inputs, outputs, stream, variant="", plan=None):
     tm, tn, tk = plan.tile
     # one pipeline depth for every case (a kernel built once), K padded to at least that many slices
     depth = plan.depth or min(16, (SMEM_PER_BLOCK - 32) // ((tm + tn) * tk * a.dtype.itemsize + STAGE_SCRATCH))
-    k_least = depth * tk if variant == "pipeline" else 0
+    (m, k), n = a.shape, b.shape[1]
+    if variant == "pipeline":           # its kernels are compiled for these shapes: one per bucket
+        m, n, k = pipeline_bucket(m), pipeline_bucket(n), max(pipeline_bucket(k), depth * tk)
     if plan.swap:                       # the kernel's (m, n) are C^T's: N and M
-        b_p, a_p, c_p = padded(b, (tk, tm), (k_least, 0)), padded(a, (tn, tk), (0, k_least)), padded(c, (tn, tm))
+        b_p, a_p, c_p = padded(b, (tk, tm), (k, n)), padded(a, (tn, tk), (m, k)), padded(c, (tn, tm), (m, n))
         ka, kb, kc = transposed(b_p), transposed(a_p), transposed(c_p)
     else:
-        a_p, b_p, c_p = padded(a, (tm, tk), (0, k_least)), padded(b, (tk, tn), (k_least, 0)), padded(c, (tm, tn))
+        a_p, b_p, c_p = padded(a, (tm, tk), (m, k)), padded(b, (tk, tn), (k, n)), padded(c, (tm, tn), (m, n))
         ka, kb, kc = a_p, b_p, c_p
     grid = (kc.shape[0] // tm, kc.shape[1] // tn)
     if variant == "pipeline":
