@@ -60,6 +60,27 @@ def test_a_neighbour_timed_out_beside_a_hang_is_judged_again(tmp_path, bad_backe
     assert "wedge" in again[beside] and "lockstep[a]" in again[hung] and "judged again" in again[later]
 
 
+def test_a_row_out_of_memory_beside_others_is_judged_again_alone(tmp_path, bad_backends, monkeypatch):
+    """A row that ran out of GPU memory while other workers shared the GPU (--jobs) is run again
+    alone, its record saying why and what its first run came to; run on one worker, nobody else held
+    memory and the failure stands."""
+    crowded = lambda recs: [x for x in recs if x["backend"] == "crowded" and x["dtype"] != "bfloat16"]  # noqa: E731
+    sel = ["-p", "segreduce", "--cases", "test", "-b", "crowded", "-b", "lockstep[a]", "--no-compile"]
+    monkeypatch.setenv("WAYS_TEST_CROWDED", str(tmp_path / "shared"))
+    (tmp_path / "shared").mkdir()
+    r = ways("run", *sel, "--jobs", "2", "--out", str(tmp_path / "shared-out"))
+    assert r.returncode == 0, r.stderr
+    rows = crowded(_records(tmp_path / "shared-out"))
+    assert rows and all(x["status"] == "ok" for x in rows), [(x["case"], x["status"]) for x in rows]
+    assert all("out of GPU memory" in x["rerun"]["why"] and "Out of memory" in x["rerun"]["first"] for x in rows)
+    monkeypatch.setenv("WAYS_TEST_CROWDED", str(tmp_path / "alone"))
+    (tmp_path / "alone").mkdir()
+    r = ways("run", *sel, "--jobs", "1", "--out", str(tmp_path / "alone-out"))
+    assert r.returncode == 0, r.stderr
+    rows = crowded(_records(tmp_path / "alone-out"))
+    assert rows and all(x["status"] == "failed" and "Out of memory" in x["error"] and "rerun" not in x for x in rows)
+
+
 def test_the_default_time_limit_fits_the_case():
     from harness.run.plan import Options, time_limit
     from harness.run.registry import Impl

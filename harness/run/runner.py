@@ -145,8 +145,10 @@ class Run:
             with self.phases("compile-time processes"):
                 self._all_compile_times(todo, writer, scratch)
         again = self.watch.beside_hangs()
+        if self.opts.jobs > 1:
+            again = {**supervise.short_of_memory(self.records), **again}
         if again:
-            with self.phases("cases judged again after a hang"):
+            with self.phases("cases judged again alone (after a hang, or out of memory)"):
                 self._judge_again(available, again, writer, scratch)
         writer.write({"type": "gpu_state", "when": "after", "state": gpu.state(self.lane)})
         with self.phases("cross-check"):
@@ -274,9 +276,9 @@ class Run:
             slots.done(kind)
 
     def _judge_again(self, jobs: list[Job], again: dict[tuple, str], writer, scratch: Path) -> None:
-        """The cases in flight beside a hang (supervise.Watch), run again one worker at a time on a
-        quiet GPU: a row fails only for its own fault. Each new record says why, and what its first
-        run came to."""
+        """The cases in flight beside a hang (supervise.Watch) or short of the memory others held,
+        run again one worker at a time on a quiet GPU: a row fails only for its own fault. Each new
+        record says why, and what its first run came to."""
         first = {records.record_key(r): r for r in self.records}
         redo: dict[tuple, tuple[Job, dict]] = {}
         for part in (p for job in jobs for p in (job, *job.also)):
@@ -289,7 +291,7 @@ class Run:
                     line = (was.get("error") or was.get("reason") or "").split("\n")[0]
                     notes[case.name] = {"why": again[key], "first": ": ".join(filter(None, [was.get("status"), line]))
                                         or "not reported"}
-        self.progress.describe(f"judging {len(again)} case(s) again after a hang")
+        self.progress.describe(f"judging {len(again)} case(s) again alone")
         for job, notes in redo.values():
             self._run_job(job, writer, scratch, rerun=notes)
 

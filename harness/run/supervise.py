@@ -10,6 +10,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -117,6 +118,19 @@ class Watch:
             if after in again and key not in again:
                 again[key] = f"it was not run after {' '.join(after[2:])} timed out, which is judged again"
         return again
+
+
+# what the CUDA runtime and the tools say when the GPU's memory runs out: beside other workers (--jobs)
+# that can be their share of it, so such a row is judged again alone
+OUT_OF_MEMORY = re.compile(r"out of memory|RESOURCE_EXHAUSTED|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|"
+                           r"cudaErrorMemoryAllocation", re.I)
+
+
+def short_of_memory(recs: list[dict]) -> dict[tuple, str]:
+    """The rows that failed out of GPU memory: (backend, variant, problem, case) -> why they are
+    judged again."""
+    return {(r["backend"], r["variant"], r["problem"], r["case"]): "it ran out of GPU memory while other workers "
+            "held some" for r in recs if r["status"] == "failed" and OUT_OF_MEMORY.search(r.get("error") or "")}
 
 
 _RUNNING: set[subprocess.Popen] = set()      # workers being waited on, from any thread

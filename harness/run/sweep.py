@@ -17,7 +17,7 @@ GOOD = ("ok", "not_applicable", "unavailable")
 # candidates, or a kernel made for its very arrays), hours over a sweep; their fixed-shape
 # siblings (cutlass_ops[first], nvmath_device) are in it
 PER_SHAPE_SEARCH = {"cutlass_ops": "compiles and times every candidate kernel per shape (44 s for 8192^3)",
-                    "nvmath_device[pipeline]": "a DevicePipeline is built for its arrays' shapes (~85 s a power-of-two bucket)"}
+                    "nvmath_device[pipeline]": "a DevicePipeline is built per shape bucket (~85 s each)"}
 
 
 def default_backends(names: list[str]) -> tuple[list[str], dict[str, str]]:
