@@ -120,7 +120,7 @@ for step in "$@"; do
       python -m harness compare "$OUT/$step/one-a/results.json" "$OUT/$step/one-b/results.json" \
         | tee "$OUT/$step/compare-one-vs-one.md"
       python -m harness compare "$OUT/$step/one-a/results.json" "$OUT/$step/lanes/results.json" \
-        | tee "$OUT/$step/compare-one-vs-lanes.md" ;;
+        --repeat "$OUT/$step/one-b/results.json" | tee "$OUT/$step/compare-lanes-repeat.md" ;;
     profile)          # the host side of a bench case piece by piece, then where a short run's time goes
       timeout 60 python -m experiments.host_side.probe --out "$OUT/$step/host-elementwise.json"
       timeout 60 python -m experiments.host_side.probe --problem gemm --case 8192x8192x8192-bfloat16 \
