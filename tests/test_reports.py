@@ -119,6 +119,25 @@ def test_merged_environment_has_every_runs_commit_and_packages():
     assert merge.merge([cute, other])["environment"]["versions"]["torch"] == "2.11.0 / 2.12.0"
 
 
+def test_a_merge_keeps_a_verdict_over_a_row_left_skipped_or_failed():
+    """Lanes of a resumed run: one lane's row skipped after a time-out, another lane's rerun of it
+    not applicable: whichever file is named last, the verdict is kept (an ok row over a failed one)."""
+    a = merge.load(CUTE)
+    b = copy.deepcopy(a)
+    b["run"]["id"] += "-b"
+    first, second = a["records"][0], b["records"][0]
+    first.update(status="skipped", reason="not run: another case timed out", timing=None)
+    second.update(status="not_applicable", reason="no kernel for this case", timing=None)
+    for docs in ([a, b], [b, a]):
+        kept = [r for r in merge.merge(docs)["records"] if r["case"] == first["case"]
+                and (r["backend"], r["variant"]) == (first["backend"], first["variant"])]
+        assert [r["status"] for r in kept] == ["not_applicable"]
+    second.update(status="failed", error="timed out")
+    first.update(status="ok")
+    for docs in ([a, b], [b, a]):
+        assert first["case"] in {r["case"] for r in merge.merge(docs)["records"] if r["status"] == "ok"}
+
+
 def test_merging_runs_from_two_gpus_tags_each_implementation():
     a = merge.load(CUTE)
     b = scaled(a, 0.8, "cute_dsl", gpu="NVIDIA H200")

@@ -1,6 +1,8 @@
 """Reading results documents, and merging several (parts of one run, or runs on several GPUs) into
 one: every record keeps where it came from; where two runs measured the same implementation x
-case on the same GPU, the record from the file named last is kept unless only an earlier one was timed."""
+case on the same GPU, the record from the file named last is kept unless only an earlier one was timed,
+was ok, or came to a verdict at all (a failed or skipped row is one a later part, or another lane of
+a resumed run, ran again)."""
 from __future__ import annotations
 
 import hashlib
@@ -38,8 +40,11 @@ def short_gpu(name: str) -> str:
     return words[0] if words else name
 
 
-def _rank(record: dict) -> tuple[int, int]:
-    return (record.get("timing") is not None, record["status"] == "ok")
+UNSETTLED = ("failed", "skipped")
+
+
+def _rank(record: dict) -> tuple[bool, bool, bool]:
+    return record.get("timing") is not None, record["status"] == "ok", record["status"] not in UNSETTLED
 
 
 def _environment(docs: list[dict]) -> dict:
