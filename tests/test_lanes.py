@@ -24,6 +24,39 @@ def test_deal_balances_and_gives_each_benching_lane_its_cublas_rows():
     assert min(weights) > 0
 
 
+def test_a_resumed_lane_that_timed_attention_gets_every_sdpa_row():
+    """--resume: a lane with no attention left that timed attention in an earlier part still gets
+    each of SDPA's backends beside it (the fastest of them is the ceiling), and a lane that never
+    timed it gets none."""
+    jobs = plan(Options(problems=["attention"], backends=["triton", "torch_sdpa[flash]", "torch_sdpa[cudnn]",
+                                                          "torch_sdpa[efficient]"]))
+    left = [j for j in jobs if j.impl.backend == "triton"]
+    parts = lanes.deal(left, 3, refs=jobs, benched=[set(), {"attention"}, set()])
+    has = [{j.impl.label for j in part} for part in parts]
+    sdpa = {"torch_sdpa[flash]", "torch_sdpa[cudnn]", "torch_sdpa[efficient]"}
+    assert sdpa <= has[1] and "triton" not in has[1]
+    assert [bool(sdpa & h) for h in (has[0], has[2])] == ["triton" in h for h in (has[0], has[2])]
+
+
+def test_a_lane_without_its_own_vendor_rows_borrows_its_siblings():
+    """The % of peak of a lane that timed no vendor row (cuBLAS, SDPA) is taken against its sibling
+    GPU's fastest, its basis saying which GPU measured it; a lane's own vendor rows come first."""
+    def row(label, ms, gpu):
+        backend, _, variant = label.rstrip("]").partition("[")
+        return {"problem": "attention", "case": "4x32x4096x128-full-bfloat16", "backend": backend,
+                "variant": variant, "status": "ok", "dtype": "bfloat16", "gpu": {"index": gpu},
+                "work": {"flops": 1e12, "bytes": 1},
+                "timing": {"device_ms_cold": ms, "device_ms_sustained": ms, "cold": {}, "sustained": {}}}
+    env = {"environment": {"gpus": [{"name": "NVIDIA H200"}]}, "references": {}}
+    a = {**env, "records": [row("torch_sdpa[flash]", 2.0, 0), row("torch_sdpa[cudnn]", 1.0, 0), row("triton", 2.0, 0)]}
+    b = {**env, "records": [row("cute_dsl", 1.0, 1), row("torch_sdpa[efficient]", 4.0, 1)]}
+    lanes.borrow_references([a, b])
+    cute, triton = b["records"][0]["timing"], a["records"][2]["timing"]
+    assert cute["pct_of_peak"] == pytest.approx(100) and "torch_sdpa[cudnn]" in cute["peak_basis"]
+    assert "measured on GPU 0 of the node" in cute["peak_basis"]
+    assert triton["pct_of_peak"] == pytest.approx(50) and "measured on" not in triton["peak_basis"]
+
+
 def test_lanes_run_side_by_side_and_merge(tmp_path):
     out = tmp_path / "out"
     doc = ran(out, "-b", "array_api[numpy]", "-p", "segreduce", "-p", "elementwise", "-p", "gemm",

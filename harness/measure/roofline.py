@@ -45,9 +45,22 @@ def achieved(record: dict, mode: str = "cold") -> tuple[float, str] | None:
     return work["bytes"] / secs / 1e9, "GB/s"
 
 
-def apply(doc: dict) -> None:
+def vendor_rates(doc: dict) -> dict[str, dict[tuple, float]]:
+    """Per mode, (problem, case, label) -> rate of the compute-bound problems' vendor rows."""
+    out = {m: {} for m in MODES}
+    for r in doc["records"]:
+        if r["status"] == "ok" and impl_label(r) in problems.get(r["problem"]).vendor:
+            for m in MODES:
+                if a := achieved(r, m):
+                    out[m][(r["problem"], r["case"], impl_label(r))] = a[0]
+    return out
+
+
+def apply(doc: dict, borrowed: dict[str, dict[tuple, tuple[float, str]]] | None = None) -> None:
     """Fill achieved rate, % of peak and % of theoretical in both timing modes, and the suspect
-    flag, on every timed ok record."""
+    flag, on every timed ok record. `borrowed`: per mode, (problem, case, vendor label) -> (rate,
+    where it was measured) for the vendor rows this run lacks (a lane of `--gpus` that timed none
+    of its own takes its sibling GPUs'), the basis saying where each came from."""
     refs = doc.get("references") or {}
     theo = refs.get("theoretical") or {}
     ceilings = memory_ceilings(refs)
@@ -78,13 +91,16 @@ def apply(doc: dict) -> None:
                 t["peak_basis"] = "host timer: no GPU peak applies"
                 continue
             if problem.roofline == "compute":
-                timed = [(label, rates[m][(r["problem"], r["case"], label)]) for label in problem.vendor
-                         if (r["problem"], r["case"], label) in rates[m]]
+                lent = (borrowed or {}).get(m) or {}
+                timed = [(label, rates[m][key], None) if key in rates[m] else (label, *lent[key])
+                         for label in problem.vendor if (key := (r["problem"], r["case"], label)) in rates[m]
+                         or key in lent]
                 fastest = problem.vendor_reference == "fastest"
                 vendor = (max(timed, key=lambda x: x[1]) if fastest else timed[0]) if timed else None
                 if vendor:
                     t["pct_of_peak" + SUFFIX[m]] = 100 * value / vendor[1]
-                    t["peak_basis" + SUFFIX[m]] = f"{vendor[0]} on the same case, same run, {m}"
+                    t["peak_basis" + SUFFIX[m]] = f"{vendor[0]} on the same case, same run, {m}" + (
+                        f" (measured on {vendor[2]}: none on this GPU)" if vendor[2] else "")
                 peak = (theo.get("flops_per_s") or {}).get(r["dtype"])
                 if peak:
                     t["pct_of_theoretical" + SUFFIX[m]] = 100 * value * 1e12 / peak

@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 
 import problems
-from harness.measure import gpu
+from harness.measure import gpu, roofline
 from harness.results import merge, records
 from harness.run import resume, supervise
 from harness.measure.env import usable_cores
@@ -56,11 +56,13 @@ def parse(spec: str) -> list[str]:
     return lanes
 
 
-def deal(jobs: list[Job], n: int, refs: list[Job] | None = None) -> list[list[Job]]:
+def deal(jobs: list[Job], n: int, refs: list[Job] | None = None,
+         benched: list[set[str]] | None = None) -> list[list[Job]]:
     """Jobs to `n` lanes, heaviest first to the least loaded (test case 1, bench case BENCH_WEIGHT).
     A lane that times a problem's bench cases without its vendor rows (cuBLAS) gets their bench
     cases too: % of peak compares with the reference measured on the same GPU (`refs`: the jobs
-    they are taken from, `jobs` by default)."""
+    they are taken from, `jobs` by default; `benched`: the problems each lane timed in an earlier
+    part of a resumed run, which need theirs as well)."""
     weight = {id(j): sum(BENCH_WEIGHT if c.kind == "bench" else 1 for c in j.cases) for j in jobs}
     lanes: list[list[Job]] = [[] for _ in range(n)]
     load = [0] * n
@@ -69,11 +71,11 @@ def deal(jobs: list[Job], n: int, refs: list[Job] | None = None) -> list[list[Jo
         lanes[k].append(j)
         load[k] += weight[id(j)]
     refs = [j for j in (jobs if refs is None else refs) if j.impl.label in problems.get(j.impl.problem).vendor]
-    for lane in lanes:
+    for k, lane in enumerate(lanes):
         have = {(j.impl.problem, j.impl.label) for j in lane}
-        benched = {j.impl.problem for j in lane if any(c.kind == "bench" for c in j.cases)}
+        timed = {j.impl.problem for j in lane if any(c.kind == "bench" for c in j.cases)} | (benched or [set()] * n)[k]
         lane += [Job(r.impl, [c for c in r.cases if c.kind == "bench"]) for r in refs
-                 if r.impl.problem in benched and (r.impl.problem, r.impl.label) not in have]
+                 if r.impl.problem in timed and (r.impl.problem, r.impl.label) not in have]
     return [[j for j in lane if j.cases] for lane in lanes]
 
 
@@ -106,7 +108,38 @@ def run(opts: Options, lanes: list[str], progress) -> dict:
         anywhere = resume.Done(rows=set().union(*(d.rows for d in measured)),
                                compiles=set().union(*(d.compiles for d in measured)))
         left = [j for j in map(anywhere.left, jobs) if j.cases]
-        return _run(opts, lanes, deal(left, len(lanes), refs=jobs), progress, compiled=anywhere.compiles)
+        benched = [{key[2] for key in d.rows if _bench(*key[2:])} for d in measured]
+        return _run(opts, lanes, deal(left, len(lanes), refs=jobs, benched=benched), progress,
+                    compiled=anywhere.compiles)
+
+
+def _bench(problem: str, case: str) -> bool:
+    try:
+        return problems.get(problem).case(case).kind == "bench"
+    except (KeyError, ValueError):         # a case of a --shape run
+        return False
+
+
+def borrow_references(docs: list[dict]) -> None:
+    """Each lane's % of peak of the compute-bound problems again, the vendor rows it lacks (a lane
+    stopped before it timed its own) taken from its sibling lanes on the same GPU model."""
+    rates = [roofline.vendor_rates(d) for d in docs]
+    for k, doc in enumerate(docs):
+        lent = {m: {} for m in roofline.MODES}
+        for j, other in enumerate(docs):
+            if j != k and merge.gpu_name(other) == merge.gpu_name(doc):
+                where = f"GPU {_lane_index(other)} of the node"
+                for m in lent:
+                    for key, rate in rates[j][m].items():
+                        if key not in rates[k][m] and rate > lent[m].get(key, (0,))[0]:
+                            lent[m][key] = (rate, where)
+        if any(lent.values()):
+            roofline.apply(doc, lent)
+
+
+def _lane_index(doc: dict) -> str:
+    gpus = {str((r.get("gpu") or {}).get("index")) for r in doc["records"] if r.get("gpu")}
+    return gpus.pop() if len(gpus) == 1 else "another lane"
 
 
 def lane_out(out: Path, lane: str) -> Path:
@@ -136,6 +169,7 @@ def _run(opts: Options, lanes: list[str], parts: list[list[Job]], progress, comp
         paths, more, fields = redeal(opts, docs, paths, progress, fields)
         errors += more
     merged = list(docs.values()) + [json.loads(p.read_text()) for p in paths[len(docs):]]
+    borrow_references(merged)
     # the lanes ran side by side: the run took as long as its slowest lane (parts of a resumed one added)
     doc = write_merged(opts.out, merged, [str(p) for p in paths], **fields,
                        duration_s=max(d["run"].get("duration_s") or 0 for d in merged))
