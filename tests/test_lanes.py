@@ -38,6 +38,21 @@ def test_a_resumed_lane_that_timed_attention_gets_every_sdpa_row():
     assert [bool(sdpa & h) for h in (has[0], has[2])] == ["triton" in h for h in (has[0], has[2])]
 
 
+def test_a_resume_measures_missing_compile_figures_where_the_rows_are():
+    """--resume: an implementation with every row in but no compile figures (its compile-time
+    processes were stopped) is dealt as a job of no cases to the lane holding most of its rows;
+    one with its compile figures, or rows still to run, is not."""
+    from harness.run.resume import Done
+    jobs = plan(Options(problems=["segreduce"], backends=["triton", "cute_dsl", "numba_simt"]))
+    keys = {j.impl.label: {(j.impl.backend, j.impl.variant, j.impl.problem, c.name) for c in j.cases} for j in jobs}
+    triton, cute = sorted(keys["triton"]), keys["cute_dsl"]
+    measured = [Done(rows=set(triton[:2]) | cute), Done(rows=set(triton[2:]))]
+    anywhere = Done(rows=set().union(*(d.rows for d in measured)), compiles={("cute_dsl", "", "segreduce")})
+    parts = [[], []]
+    lanes.add_compile_only(parts, jobs, measured, anywhere)
+    assert parts[0] == [] and [(j.impl.label, j.cases) for j in parts[1]] == [("triton", [])]
+
+
 def test_a_lane_without_its_own_vendor_rows_borrows_its_siblings():
     """The % of peak of a lane that timed no vendor row (cuBLAS, SDPA) is taken against its sibling
     GPU's fastest, its basis saying which GPU measured it; a lane's own vendor rows come first."""

@@ -109,8 +109,22 @@ def run(opts: Options, lanes: list[str], progress) -> dict:
                                compiles=set().union(*(d.compiles for d in measured)))
         left = [j for j in map(anywhere.left, jobs) if j.cases]
         benched = [{key[2] for key in d.rows if _bench(*key[2:])} for d in measured]
-        return _run(opts, lanes, deal(left, len(lanes), refs=jobs, benched=benched), progress,
-                    compiled=anywhere.compiles)
+        parts = deal(left, len(lanes), refs=jobs, benched=benched)
+        add_compile_only(parts, jobs, measured, anywhere)
+        return _run(opts, lanes, parts, progress, compiled=anywhere.compiles)
+
+
+def add_compile_only(parts: list[list[Job]], jobs: list[Job], measured: list[resume.Done],
+                     anywhere: resume.Done) -> None:
+    """--resume: an implementation whose rows are all in but whose compile figures are not (its
+    compile-time processes were stopped) has them measured by the lane that holds most of its rows,
+    where the figures join them: a job of no cases (its Run measures compile times only)."""
+    for j in jobs:
+        if anywhere.left(j).cases or anywhere.compiled(j.impl):
+            continue
+        held = [sum(1 for key in d.rows if key[:3] == (j.impl.backend, j.impl.variant, j.impl.problem))
+                for d in measured]
+        parts[held.index(max(held))].append(Job(j.impl, []))
 
 
 def _bench(problem: str, case: str) -> bool:
