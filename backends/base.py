@@ -54,6 +54,9 @@ class Backend:
     min_driver_cuda = (12, 0)
     site_var: str | None = None     # an environment variable naming a site of the tool's own (search_paths)
     cache_vars: dict[str, str] = {}  # noqa: RUF012  extra JIT cache env vars -> sub-folder of the cache dir
+    # False where nothing of a build is kept on disk for a later process: a warm compile-time process
+    # would build it all again, so the lab measures cold ones only and says why
+    builds_cached = True
     aot_target = ""                 # e.g. "sm_90": export() compiles a case for it without a GPU
     family = ""                     # no kernel, SIMT, tile, tensor-core DSL or C++: one colour each in figures
 

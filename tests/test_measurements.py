@@ -24,3 +24,16 @@ def test_each_measurement_says_what_it_takes(command):
     assert r.returncode == 0 and "--out" in r.stdout
     missing = ways(command)
     assert missing.returncode == 2 and "--out" in missing.stderr
+
+
+def test_a_tool_that_keeps_no_build_on_disk_gets_cold_compile_processes_only(tmp_path, monkeypatch):
+    """nvmath's kernels link cuBLASDx code, which numba-cuda keeps no copy of on disk: a warm process
+    would build all of it again (3-6 minutes), so only cold processes run and the figure says why."""
+    import backends
+    from harness.run import compile_times
+    from harness.run.registry import Impl
+    assert backends.get("nvmath_device").builds_cached is False and backends.get("triton").builds_cached
+    monkeypatch.setattr(type(backends.get("array_api", "numpy")), "builds_cached", False)
+    comp = compile_times.measure(Impl("array_api", "numpy", "segreduce"), tmp_path, tmp_path / "log", 2, 120.0, {})
+    assert len(comp["cold_samples"]) == 2 and comp["cold_s"] > 0 and comp["processes"] == 2
+    assert comp["warm_samples"] == [] and comp["warm_s"] is None and "kept on disk" in comp["warm_note"]

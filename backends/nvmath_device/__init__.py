@@ -26,6 +26,7 @@ class NvmathDevice(NumbaBackend):
         return ("nvmath.device", "numba.cuda")
 
     variants = ("", "pipeline")
+    builds_cached = False       # numba-cuda keeps no kernel that links code (cuBLASDx's LTO) on disk
     variant_problems = {"pipeline": ("gemm",)}   # noqa: RUF012
 
     def device(self):

@@ -222,6 +222,7 @@ def markdown(doc: dict) -> str:
                          f"{fmt(comp.get('warm_s'))} | {fmt(comp.get('first_call_s'))} | "
                          f"{fmt(loc.get('total'), 'd')} ({fmt(loc.get('kernel'), 'd')}) |")
             notes += [f"- {label}: {n}" for n in s["notes"]]
+            notes += [f"- {label}: no warm compile figure: {comp['warm_note']}"] if comp.get("warm_note") else []
             warm_parts = comp.get("warm_parts_s") or {}
             notes += [f"- {label}: of the cold compile, {PART_NAMES.get(name, name.removesuffix('_s'))} took "
                       f"{seconds:.3g} s (median)" + (f"; warm (its cache filled) {warm_parts[name]:.3g} s"

@@ -108,7 +108,7 @@ def rows(doc: dict) -> list[dict]:
             "per problem": best,
             "import s": max((c["import_s"] for c in compiles if c.get("import_s") is not None), default=None),
             "compile cold s": max((c["cold_s"] for c in compiles), default=None),
-            "compile warm s": max((c["warm_s"] for c in compiles), default=None),
+            "compile warm s": max((c["warm_s"] for c in compiles if c.get("warm_s") is not None), default=None),
             "first call s": max((c["first_call_s"] for c in compiles if c.get("first_call_s") is not None),
                                 default=None),
             "launch µs": statistics.median(launches) if launches else None,

@@ -44,6 +44,7 @@ def main(args) -> int:
         if r.get("error"):
             print(f"{r['implementation']:20s} failed: {r['error'][-200:]}")
             continue
-        print(f"{r['implementation']:20s} {r['cold_s']:8.3f} {r['warm_s']:8.3f} {r['import_s'] or 0:9.3f}  {r['talk']}")
+        warm = f"{r['warm_s']:8.3f}" if r.get("warm_s") is not None else f"{'-':>8s}"
+        print(f"{r['implementation']:20s} {r['cold_s']:8.3f} {warm} {r['import_s'] or 0:9.3f}  {r['talk']}")
     return 0
 

@@ -44,7 +44,8 @@ def measure(impl: Impl, scratch: Path, log: Path, repeats: int, timeout: float, 
             if r.get("not_applicable"):            # no case it takes, or the tool is unavailable here
                 return {"case": None, "not_applicable": r["not_applicable"]}
             colds.append(r)
-        warms += processes(caches)             # each on the cache a cold process filled
+        if backend.builds_cached:
+            warms += processes(caches)         # each on the cache a cold process filled
     except RuntimeError as exc:
         return {"case": colds[-1]["case"] if colds else None, "error": str(exc)[-2000:],
                 "cold_samples": [r["build_s"] for r in colds], "warm_samples": [r["build_s"] for r in warms]}
@@ -60,4 +61,6 @@ def measure(impl: Impl, scratch: Path, log: Path, repeats: int, timeout: float, 
             # CPU seconds: a loaded machine stretches wall time, not these
             "cold_cpu_s": median(colds, "build_cpu_s"), "warm_cpu_s": median(warms, "build_cpu_s"),
             "cold_parts_s": parts(colds), "warm_parts_s": parts(warms),
-            "ahead_of_time": ahead_of_time, "processes": len(colds) + len(warms), "repeats_at_once": at_once}
+            "ahead_of_time": ahead_of_time, "processes": len(colds) + len(warms), "repeats_at_once": at_once,
+            **({} if backend.builds_cached else {"warm_note": "nothing of a build is kept on disk: a warm process "
+                                                              "builds all of it again (not measured)"})}
