@@ -112,15 +112,21 @@ for step in "$@"; do
       run_profile "$OUT/$step/run/results.json"
       for lane in "$OUT/$step"/run/lanes/gpu*; do echo "${lane##*/}:"; run_profile "$lane/results.json"; done ;;
     lanes-check)      # do lanes measure what one GPU does? The same bench rows on GPU 0 alone twice (the
-                      # repeat is the baseline: how "same" one GPU is with itself), then on every GPU in lanes
-      sel=(-b "array_api[torch]" -b triton -b cute_dsl -b "nvrtc[]" -b cutile --cases bench --no-compile --jobs "${JOBS:-4}")
-      WAYS_CUTILE_SITE=$CUTILE_SITE run_ways "${sel[@]}" --gpus 0, --out "$OUT/$step/one-a"
-      WAYS_CUTILE_SITE=$CUTILE_SITE run_ways "${sel[@]}" --gpus 0, --out "$OUT/$step/one-b"
-      WAYS_CUTILE_SITE=$CUTILE_SITE run_ways "${sel[@]}" --gpus all --out "$OUT/$step/lanes"
-      python -m harness compare "$OUT/$step/one-a/results.json" "$OUT/$step/one-b/results.json" \
-        | tee "$OUT/$step/compare-one-vs-one.md"
-      python -m harness compare "$OUT/$step/one-a/results.json" "$OUT/$step/lanes/results.json" \
-        --repeat "$OUT/$step/one-b/results.json" | tee "$OUT/$step/compare-lanes-repeat.md" ;;
+                      # repeat is the baseline: how "same" one GPU is with itself), then on every GPU in
+                      # lanes, judged by compare --repeat. STAGE=one-a, one-b, lanes: a call each (the
+                      # three runs outlast one call; the node keeps $WORK while warm)
+      sel=(-b "array_api[torch]" -b triton -b "nvrtc[]" --cases bench --no-compile --jobs "${JOBS:-8}")
+      stage=${STAGE:-one-a}
+      case $stage in
+        one-a|one-b) run_ways "${sel[@]}" --gpus 0, --out "$OUT/$step/$stage" ;;
+        lanes)
+          run_ways "${sel[@]}" --gpus all --out "$OUT/$step/lanes"
+          python -m harness compare "$OUT/$step/one-a/results.json" "$OUT/$step/one-b/results.json" \
+            | tee "$OUT/$step/compare-one-vs-one.md"
+          python -m harness compare "$OUT/$step/one-a/results.json" "$OUT/$step/lanes/results.json" \
+            --repeat "$OUT/$step/one-b/results.json" | tee "$OUT/$step/compare-lanes-repeat.md" ;;
+        *) echo "lanes-check: STAGE is one-a, one-b or lanes" >&2 ;;
+      esac ;;
     profile)          # the host side of a bench case piece by piece, then where a short run's time goes
       timeout 60 python -m experiments.host_side.probe --out "$OUT/$step/host-elementwise.json"
       timeout 60 python -m experiments.host_side.probe --problem gemm --case 8192x8192x8192-bfloat16 \
