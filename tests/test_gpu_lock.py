@@ -227,6 +227,19 @@ def test_the_nvmath_pipeline_builds_once_per_shape_bucket():
     assert len(parts) == 3 and all(c.dtype != "float16" for c in parts[2].cases)
 
 
+def test_the_cutlass_operator_search_gets_a_worker_per_case():
+    """cutlass_ops compiles and times every candidate kernel for each case: every case it takes is a
+    worker of its own (a dtype's test cases one after another outlasted a case's limit on a busy node)."""
+    import backends
+    import problems
+    from harness.run.plan import Job, shards
+    from harness.run.registry import Impl
+    cases = list(problems.get("gemm").cases())
+    parts = shards(Job(Impl("cutlass_ops", "", "gemm"), cases))
+    assert sorted(c.name for p in parts for c in p.cases) == sorted(c.name for c in cases)
+    assert all(len(p.cases) == 1 for p in parts if not backends.get("cutlass_ops").supports(p.cases[0]))
+
+
 def test_build_time_leaves_out_waiting_for_the_gpu():
     """A build that waits for another worker's timing (compiling() released the GPU, taking it back
     waits) is not charged for the wait: build_s is the build's own time."""

@@ -24,9 +24,9 @@ class CutlassOps(TorchArrays, TorchStream, Backend):
         return 44.0 if self.variant == "" else 1.2     # H100, 8192^3 bf16: 28 candidates compiled and timed / one
 
     def build_key(self, problem, case):
-        # the search compiles and times every candidate again for each case: a bench case (most of
-        # them applicable) gets a worker of its own, the small test cases go by dtype
-        return case.name if case.kind == "bench" else case.dtype
+        # the search compiles and times every candidate again for each case (35-57 s a case on a busy
+        # node): each case a worker of its own, or a dtype's test cases in one worker outlast its limit
+        return case.name if self.variant == "" else case.dtype
 
     def modules(self):
         return ("cutlass.operators", "torch")
