@@ -91,10 +91,13 @@ def apply(doc: dict, borrowed: dict[str, dict[tuple, tuple[float, str]]] | None 
                 t["peak_basis"] = "host timer: no GPU peak applies"
                 continue
             if problem.roofline == "compute":
-                lent = (borrowed or {}).get(m) or {}
-                timed = [(label, rates[m][key], None) if key in rates[m] else (label, *lent[key])
-                         for label in problem.vendor if (key := (r["problem"], r["case"], label)) in rates[m]
-                         or key in lent]
+                lent, timed = (borrowed or {}).get(m) or {}, []       # (label, rate, where it was measured)
+                for label in problem.vendor:
+                    key = (r["problem"], r["case"], label)
+                    if key in rates[m]:
+                        timed.append((label, rates[m][key], None))
+                    elif key in lent:
+                        timed.append((label, *lent[key]))
                 fastest = problem.vendor_reference == "fastest"
                 vendor = (max(timed, key=lambda x: x[1]) if fastest else timed[0]) if timed else None
                 if vendor:
