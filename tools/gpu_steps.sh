@@ -8,7 +8,7 @@
 #                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
 #                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs, context-probe,
 #                                        lanes-full, lanes-check, demo, profile, faults, check-fixes, verify, sweep,
-#                                        attention, scan, scan-sweep, examples
+#                                        attention, scan, scan-sweep, memory-sweeps, examples
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -177,6 +177,11 @@ for step in "$@"; do
     scan-sweep)       # the one-pass scans' tile and warps (Triton, Helion), checked and timed beside the copy
       timeout 240 python -m tools.knob_sweep triton scan --out "$OUT/$step/triton"
       timeout 240 python -m tools.knob_sweep helion scan --variant fixed --out "$OUT/$step/helion" ;;
+    memory-sweeps)    # the memory-bound rows below their case's best on this GPU kind: nvrtc's elementwise
+                      # plans, Warp's and nvmath's row-sum plans, the one-pass scans' tile and warps
+      timeout 150 python -m tools.knob_sweep nvrtc elementwise --out "$OUT/$step/nvrtc-elementwise"
+      timeout 150 python -m tools.warp_tiles_sweep segreduce --out "$OUT/$step/warp-segreduce"
+      timeout 150 python -m tools.nvmath_sweep segreduce --jobs 12 --out "$OUT/$step/nvmath-segreduce" ;;
     examples)         # the tools' own attention examples and cuda.compute's scan benchmark (.upstream/ carried)
       upstream_attention "$OUT/$step"
       bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;
