@@ -45,14 +45,15 @@ def achieved(record: dict, mode: str = "cold") -> tuple[float, str] | None:
     return work["bytes"] / secs / 1e9, "GB/s"
 
 
-def vendor_rates(doc: dict) -> dict[str, dict[tuple, float]]:
-    """Per mode, (problem, case, label) -> rate of the compute-bound problems' vendor rows."""
+def rates(doc: dict, vendor_only: bool = False) -> dict[str, dict[tuple, float]]:
+    """Per mode, (problem, case, label) -> achieved rate of each ok row (the vendor rows alone)."""
     out = {m: {} for m in MODES}
     for r in doc["records"]:
-        if r["status"] == "ok" and impl_label(r) in problems.get(r["problem"]).vendor:
-            for m in MODES:
-                if a := achieved(r, m):
-                    out[m][(r["problem"], r["case"], impl_label(r))] = a[0]
+        if r["status"] != "ok" or (vendor_only and impl_label(r) not in problems.get(r["problem"]).vendor):
+            continue
+        for m in MODES:
+            if a := achieved(r, m):
+                out[m][(r["problem"], r["case"], impl_label(r))] = a[0]
     return out
 
 
@@ -65,12 +66,7 @@ def apply(doc: dict, borrowed: dict[str, dict[tuple, tuple[float, str]]] | None 
     theo = refs.get("theoretical") or {}
     ceilings = memory_ceilings(refs)
     max_mhz = ((refs.get("device") or {}).get("sm_clock_khz") or 0) / 1e3
-    rates = {m: {} for m in MODES}
-    for r in doc["records"]:
-        for m in MODES:
-            a = achieved(r, m) if r["status"] == "ok" else None
-            if a:
-                rates[m][(r["problem"], r["case"], impl_label(r))] = a[0]
+    timed_rates = rates(doc)
     for r in doc["records"]:
         t = r.get("timing")
         if r["status"] == "ok" and t and t.get("engine") != "host-timer" and not t.get("device_ms_cold"):
@@ -94,8 +90,8 @@ def apply(doc: dict, borrowed: dict[str, dict[tuple, tuple[float, str]]] | None 
                 lent, timed = (borrowed or {}).get(m) or {}, []       # (label, rate, where it was measured)
                 for label in problem.vendor:
                     key = (r["problem"], r["case"], label)
-                    if key in rates[m]:
-                        timed.append((label, rates[m][key], None))
+                    if key in timed_rates[m]:
+                        timed.append((label, timed_rates[m][key], None))
                     elif key in lent:
                         timed.append((label, *lent[key]))
                 fastest = problem.vendor_reference == "fastest"

@@ -9,7 +9,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from harness.results.records import SCHEMA_VERSION
+from harness.results.records import SCHEMA_VERSION, UNSETTLED
 
 
 class NotResults(ValueError):
@@ -38,9 +38,6 @@ def short_gpu(name: str) -> str:
     """'NVIDIA H100 80GB HBM3' -> 'H100'."""
     words = name.replace("NVIDIA", "").split()
     return words[0] if words else name
-
-
-UNSETTLED = ("failed", "skipped")
 
 
 def _rank(record: dict) -> tuple[bool, bool, bool]:

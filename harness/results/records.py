@@ -14,6 +14,8 @@ import backends
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("results.schema.json")
 STATUSES = ("ok", "wrong", "failed", "skipped", "unavailable", "not_applicable", "compile_only")
+# no verdict on the row: a later part of the run, or another lane, runs it again
+UNSETTLED = ("failed", "skipped")
 CSV_COLUMNS = ("problem", "case", "kind", "dtype", "backend", "variant", "status", "reason",
                "compile_cold_s", "compile_warm_s", "first_call_s", "loc", "kernel_loc",
                "device_ms_cold", "device_ms_warm", "host_ms", "achieved", "unit", "pct_of_peak",

@@ -28,7 +28,6 @@ BENCH_WEIGHT = 5          # a bench case costs about this many test cases (timin
 # what the CUDA driver and nvidia-smi say when a GPU is gone (not a kernel's own fault)
 LOST_GPU = re.compile(r"CUDA_ERROR_DEVICE_UNAVAILABLE|CUDA_ERROR_NO_DEVICE|no CUDA-capable device|GPU is lost|"
                       r"fallen off the bus|CUDA_ERROR_ECC_UNCORRECTABLE|cudaErrorDevicesUnavailable", re.I)
-REDO = ("failed", "skipped")
 
 
 class LaneError(ValueError):
@@ -137,7 +136,7 @@ def _bench(problem: str, case: str) -> bool:
 def borrow_references(docs: list[dict]) -> None:
     """Each lane's % of peak of the compute-bound problems again, the vendor rows it lacks (a lane
     stopped before it timed its own) taken from its sibling lanes on the same GPU model."""
-    rates = [roofline.vendor_rates(d) for d in docs]
+    rates = [roofline.rates(d, vendor_only=True) for d in docs]
     for k, doc in enumerate(docs):
         lent = {m: {} for m in roofline.MODES}
         for j, other in enumerate(docs):
@@ -231,10 +230,6 @@ def lost(doc: dict) -> bool:
     return any(r["status"] == "failed" and LOST_GPU.search(r.get("error") or "") for r in doc["records"])
 
 
-def _key(r: dict) -> tuple:
-    return r["backend"], r["variant"], r["problem"], r["case"]
-
-
 def redeal(opts: Options, docs: dict[str, dict], paths: list[Path], progress, fields: dict):
     """The failed and skipped items of the lanes whose GPU was lost (`docs`: each lane's document),
     dealt again to the healthy lanes, side by side (OUT/lanes/gpuN-redealt/); the lost lanes' documents
@@ -243,7 +238,7 @@ def redeal(opts: Options, docs: dict[str, dict], paths: list[Path], progress, fi
     healthy = [lane for lane in docs if lane not in gone]
     if not gone or not healthy:
         return paths, [], fields
-    redo = {_key(r) for lane in gone for r in docs[lane]["records"] if r["status"] in REDO}
+    redo = {records.record_key(r) for lane in gone for r in docs[lane]["records"] if r["status"] in records.UNSETTLED}
     planned = plan(opts)
     jobs = [Job(j.impl, [c for c in j.cases if (j.impl.backend, j.impl.variant, j.impl.problem, c.name) in redo])
             for j in planned]
@@ -253,6 +248,6 @@ def redeal(opts: Options, docs: dict[str, dict], paths: list[Path], progress, fi
     errors = _side_by_side(dataclasses.replace(opts, resume=False), [lane for lane, _ in busy],
                            [part for _, part in busy], outs, [f"gpu{lane} (re-dealt)" for lane, _ in busy], progress)
     for lane in gone:               # the lost lane's rows that were dealt again leave its document
-        docs[lane] = {**docs[lane], "records": [r for r in docs[lane]["records"] if _key(r) not in redo]}
+        docs[lane] = {**docs[lane], "records": [r for r in docs[lane]["records"] if records.record_key(r) not in redo]}
     fields = {**fields, "redealt": {"from": gone, "to": healthy, "items": len(redo)}}
     return paths + [out / "results.json" for out in outs if (out / "results.json").is_file()], errors, fields

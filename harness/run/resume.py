@@ -96,7 +96,7 @@ def measured(out: Path) -> Done:
         return Done()
     lines = records.read_jsonl(out / "results.jsonl")
     doc = records.merge(lines)
-    return Done(rows={records.record_key(r) for r in doc["records"] if r["status"] not in ("failed", "skipped")},
+    return Done(rows={records.record_key(r) for r in doc["records"] if r["status"] not in records.UNSETTLED},
                 compiles={(x["backend"], x["variant"], x["problem"]) for x in lines
                           if x["type"] == "compile" and not x["compile"].get("error")})
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import backends
 from harness import ROOT
+from harness.results import records
 
 
 def worker_env(extra: dict[str, str], search_paths: dict[str, str] | None = None) -> dict[str, str]:
@@ -129,8 +130,8 @@ OUT_OF_MEMORY = re.compile(r"out of memory|RESOURCE_EXHAUSTED|OutOfMemoryError|C
 def short_of_memory(recs: list[dict]) -> dict[tuple, str]:
     """The rows that failed out of GPU memory: (backend, variant, problem, case) -> why they are
     judged again."""
-    return {(r["backend"], r["variant"], r["problem"], r["case"]): "it ran out of GPU memory while other workers "
-            "held some" for r in recs if r["status"] == "failed" and OUT_OF_MEMORY.search(r.get("error") or "")}
+    return {records.record_key(r): "it ran out of GPU memory while other workers held some"
+            for r in recs if r["status"] == "failed" and OUT_OF_MEMORY.search(r.get("error") or "")}
 
 
 _RUNNING: set[subprocess.Popen] = set()      # workers being waited on, from any thread
