@@ -67,3 +67,46 @@ def test_the_bound_grows_with_depth_and_the_prefix():
     bound = np.broadcast_to(ref["y"].bound, ref["y"].value.shape)
     assert (np.diff(bound) >= 0).all()
     assert bound[-1] < 1e-3 * abs(ref["y"].value[-1])      # tight: a lost tile's sum is far beyond it
+
+
+LOOK_BACK = r"""
+import sys
+import torch
+from backends.triton import scan
+prefix_at, tile, block = int(sys.argv[1]), 70, 64
+x = torch.rand((tile + 1) * block, dtype=torch.float32)
+y = torch.full_like(x, float("nan"))
+aggregates = torch.rand(tile, dtype=torch.float32)
+prefixes = torch.rand(tile, dtype=torch.float32) * 100
+status = torch.full((tile,), int(scan.AGGREGATE))
+status[prefix_at] = int(scan.PREFIX)
+status[:prefix_at // 2] = int(scan.PREFIX)           # older prefixes: never reached
+values = torch.where(status == int(scan.PREFIX), prefixes, aggregates)
+words = (status.to(torch.int64) << 32) | (values.view(torch.int32).to(torch.int64) & 0xFFFFFFFF)
+state = torch.cat([torch.tensor([tile]), words, torch.zeros(1, dtype=torch.int64)])
+scan.scan[(1,)](x, y, x.numel(), state, BLOCK=block)
+mine = slice(tile * block, None)
+expect = torch.cumsum(x[mine].double(), 0) + values[prefix_at:].double().sum()
+assert torch.allclose(y[mine].double(), expect, rtol=1e-5), (y[mine][:4], expect[:4])
+assert torch.isnan(y[:tile * block]).all()           # the other tiles: not this program's
+assert state[1 + tile] >> 32 == int(scan.PREFIX)     # its own inclusive prefix published
+"""
+
+
+@pytest.mark.parametrize("prefix_at", [0, 5, 40, 69])
+def test_tritons_look_back_adds_aggregates_back_to_the_nearest_prefix(prefix_at):
+    """The one-pass Triton scan's look-back, in Triton's interpreter (which runs programs one at a time,
+    so a full launch only ever meets its predecessor's prefix): one program given tile 70 by the ticket,
+    its predecessors' words published by hand (aggregates, older prefixes, and the nearest prefix at
+    `prefix_at`) so that its look-back crosses windows; it must add every word back to that prefix.
+    In a process of its own: the interpreter is chosen when Triton's kernels are defined."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    out = subprocess.run([sys.executable, "-c", LOOK_BACK, str(prefix_at)], cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]

@@ -2,6 +2,8 @@
 reference percentages a sweep reports."""
 import json
 
+import pytest
+
 import problems
 from tools.sweep import pct_of_reference
 from tools.sweep_table import tables
@@ -30,6 +32,8 @@ def test_table_names_variant_and_build_time_fastest_first(tmp_path):
 def test_pct_of_reference():
     gemm, seg = problems.get("gemm"), problems.get("segreduce")
     assert pct_of_reference("gemm", gemm.case("8192x8192x8192-float16"), 2.0, 1.5) == 75.0
+    attention = problems.get("attention")        # compute-bound too: time against cuDNN's
+    assert pct_of_reference("attention", attention.case("4x32x4096x128-full-bfloat16"), 2.0, 1.5) == 75.0
     case = seg.case("8192x32768-float32")           # 1 GiB read, 32 KiB written
     nbytes = seg.work(case)[0]
     # the copy moves 2 GiB (read + written) in ref_ms: same time for nbytes gives nbytes / 2 GiB
@@ -53,3 +57,21 @@ def test_the_scan_sweeps_knobs_are_the_builds_keywords():
         for name in cases:
             knobs = make(problems.get(problem).case(name), "")
             assert knobs and all(set(k) <= takes for k in knobs), (backend, knobs)
+
+
+def test_helions_attention_sweep_builds_configs_its_build_takes():
+    """The Helion attention sweep's candidates are Configs of the kernel's three block sizes, handed to
+    build() by its `config` keyword, on real bench cases; as JSON they are plain dicts."""
+    import ast
+
+    import backends
+    pytest.importorskip("helion")
+    from tools.knob_sweep import CANDIDATES, shown
+    make, cases = CANDIDATES["helion", "attention"]
+    tree = ast.parse(backends.source_path("helion", "attention").read_text())
+    build = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "build")
+    assert "config" in {a.arg for a in build.args.args}
+    for name in cases:
+        knobs = make(problems.get("attention").case(name), "fixed")
+        assert len(knobs) > 4 and all(set(k) == {"config"} and len(k["config"]["block_sizes"]) == 3 for k in knobs)
+        assert json.loads(json.dumps(shown(knobs[0])))["config"]["block_sizes"] == [128, 64, 64]

@@ -26,6 +26,7 @@ PLANS = [
     ("elementwise", "1048579-float32", {"plan": E(0, 4096, 256)}),
     # whole 16-byte-aligned tiles: loads without bounds or alignment checks (aligned=True)
     ("segreduce", {"rows": 5, "cols": 8192}, {"plan": S("shared", 1, 4096, 128)}),
+    ("segreduce", {"rows": 5, "cols": 8192}, {"plan": S("shared", 1, 2048, 64)}),
     ("elementwise", {"n": 65536 + 7}, {"plan": E(256, 2048, 64)}),
     # query and key blocks of different sizes: a causal block's last key blocks lie inside it (BM > BN)
     # or cross past its last query (BM < BN)

@@ -8,7 +8,7 @@
 #                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
 #                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs, context-probe,
 #                                        lanes-full, lanes-check, demo, profile, faults, check-fixes, verify, sweep,
-#                                        attention, scan, scan-sweep, memory-sweeps, examples
+#                                        attention, attention-sweep, scan, scan-sweep, memory-sweeps, examples
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -30,12 +30,13 @@ print("run:", "complete" if run["complete"] else "stopped", run.get("duration_s"
       ", ".join(f"{k} {v:.0f}" for k, v in list((run.get("worker_phases") or {}).items())[:6]))
 print("\n".join(profile_lines(doc)))' "$1" || true; }
 
-# each attention example in a process of its own, with its tool's site where it has one (EXAMPLES: which)
+# each attention example in a process of its own, with its tool's site where it has one (EXAMPLES: which;
+# EXAMPLE_DTYPE: that dtype's cases only; EXAMPLE_TIMEOUT: seconds each, 300 unless given)
 upstream_attention() {
   for ex in ${EXAMPLES-triton cutile helion tilelang cute_dsl pallas-triton pallas-mosaic}; do   # EXAMPLES="": none
     case $ex in cutile) site=$CUTILE_SITE ;; tilelang) site=${TILELANG_SITE:-/tmp/tilelang-site} ;; *) site= ;; esac
-    PYTHONPATH=${site:+$site:}$PYTHONPATH PATH=${site:+$site/nvidia/cu13/bin:}$PATH timeout 300 \
-      python tools/upstream_attention.py $ex --out "$1/upstream-$ex.json" 2>&1 | tail -12
+    PYTHONPATH=${site:+$site:}$PYTHONPATH PATH=${site:+$site/nvidia/cu13/bin:}$PATH timeout "${EXAMPLE_TIMEOUT:-300}" \
+      python tools/upstream_attention.py $ex ${EXAMPLE_DTYPE:+--dtype $EXAMPLE_DTYPE} --out "$1/upstream-$ex.json" 2>&1 | tail -12
   done | tee "$1/upstream.txt"
 }
 
@@ -81,7 +82,8 @@ for step in "$@"; do
         --compile-repeats 1 --timeout 200 --out "$OUT/$step/part" ;;
     helion-tuned)     # Helion's autotuned variant on the bench cases (its search is build time, reported
                       # apart; 20-34 s a case on the H200, so every test case too takes ~40 min: helion[fixed] has them)
-      run_ways -b "helion[]" --cases bench --compile-repeats 1 --timeout 400 ${RESUME:+--resume} --out "$OUT/$step/part" ;;
+      run_ways -b "helion[]" ${PROBLEM:+-p $PROBLEM} --cases bench --compile-repeats 1 --timeout 400 ${RESUME:+--resume} \
+        --out "$OUT/$step/part" ;;
     jobs-compare)     # the same bench cases serially and with --jobs (ways compare: same?)
       sel=(-b "array_api[torch]" -b "array_api[cupy]" -b triton -b cute_dsl -b "nvrtc[]" --cases bench --no-compile)
       run_ways "${sel[@]}" --out "$OUT/$step/serial"
@@ -174,6 +176,8 @@ for step in "$@"; do
         ${RESUME:+--resume} --out "$OUT/$step/part"
       run_profile "$OUT/$step/part/results.json"
       bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;
+    attention-sweep)  # Helion's attention configs (tiles, warps, stages, pointer or TMA loads), checked and timed
+      timeout "${SWEEP_TIMEOUT:-400}" python -m tools.knob_sweep helion attention --variant fixed --out "$OUT/$step/helion" ;;
     scan-sweep)       # the one-pass scans' tile and warps (Triton, Helion), checked and timed beside the copy
       timeout 240 python -m tools.knob_sweep triton scan --out "$OUT/$step/triton"
       timeout 240 python -m tools.knob_sweep helion scan --variant fixed --out "$OUT/$step/helion" ;;

@@ -1,7 +1,7 @@
 """Which knobs an implementation takes, for those whose build() takes keyword knobs (CuTe DSL GEMM:
 tile, cluster, tile order; nvrtc elementwise: kernel shape; nvrtc[cutlass]: CUTLASS tile and
 cluster; cuTile GEMM: tile, hints, persistent, prefetch; cuTile attention: tile, hints, prefetch;
-Triton's and Helion's one-pass scans: tile and warps):
+Helion attention: its Config; Triton's and Helion's one-pass scans: tile and warps):
 each candidate built by the lab's Session on a bench case, checked against the float64 reference and
 timed cold beside the reference timed the same way in the same process (cuBLAS for GEMM, the 1 GiB
 copy for the rest: tools/sweep.py).
@@ -11,6 +11,7 @@ copy for the rest: tools/sweep.py).
     python -m tools.knob_sweep nvrtc gemm --variant cutlass --out DIR
     python -m tools.knob_sweep cutile gemm --out DIR; ... --variant tf32x3 --case 4096x4096x4096-float32
     python -m tools.knob_sweep cutile attention --out DIR
+    python -m tools.knob_sweep helion attention --variant fixed --out DIR
     python -m tools.knob_sweep triton scan --out DIR; python -m tools.knob_sweep helion scan --variant fixed --out DIR
 
 Writes DIR/sweep.json as it goes and prints a table per case, best first; winners go into the
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import problems
@@ -79,6 +81,19 @@ def cutile_attention(case, variant):
     return [{"tile": t, "hints": h, "latency": lat} for t, h in shapes for lat in ((2, 4), (0, 0))]
 
 
+def helion_attention(case, variant):
+    """Query x key tiles (both key loops alike), warps and stages around the lab's Triton attention's
+    configs, each with Helion's pointer loads and with its TMA tensor descriptors (which it takes on
+    Hopper only, so a CPU never sees them), and the fixed shape as a persistent kernel."""
+    import helion
+    shapes = ((128, 64, 8, 3), (128, 64, 8, 4), (128, 64, 8, 2), (128, 64, 4, 3), (128, 128, 8, 2), (64, 64, 4, 3))
+    out = [{"config": helion.Config(block_sizes=[m, n, n], num_warps=w, num_stages=s, indexing=i)}
+           for m, n, w, s in shapes for i in ("pointer", "tensor_descriptor")]
+    out += [{"config": helion.Config(block_sizes=[128, 64, 64], num_warps=8, num_stages=3, indexing=i,
+                                     pid_type="persistent_interleaved")} for i in ("pointer", "tensor_descriptor")]
+    return out
+
+
 def one_pass_scan(case, variant):
     """A program's tile (elements) and its warps, for the one-pass look-back scans (triton, helion[fixed]):
     a larger tile halves the look-backs, a smaller one the registers a thread holds."""
@@ -98,14 +113,17 @@ CANDIDATES = {("cute_dsl", "gemm"): (cute_dsl_gemm, GEMM_CASES),
                                                            "1x16x16384x128-causal-bfloat16")),
               ("nvrtc", "elementwise"): (nvrtc_elementwise, ("268435456-float32", "268435456-float16",
                                                              "268435456-bfloat16")),
+              ("helion", "attention"): (helion_attention, ("4x32x4096x128-full-bfloat16",       # --variant fixed
+                                                           "4x32x4096x128-causal-bfloat16",
+                                                           "16x16x1024x64-full-bfloat16")),
               ("triton", "scan"): (one_pass_scan, SCAN_CASES),
               ("helion", "scan"): (one_pass_scan, SCAN_CASES)}          # with --variant fixed
 
 
 def shown(knobs: dict) -> dict:
-    """Knobs as JSON: named tuples as dicts, tuples as lists."""
-    return {k: v._asdict() if hasattr(v, "_asdict") else list(v) if isinstance(v, tuple) else v
-            for k, v in knobs.items()}
+    """Knobs as JSON: named tuples and mappings (a helion.Config) as dicts, tuples as lists."""
+    return {k: v._asdict() if hasattr(v, "_asdict") else list(v) if isinstance(v, tuple)
+            else dict(v) if isinstance(v, Mapping) else v for k, v in knobs.items()}
 
 
 def main(argv=None) -> int:

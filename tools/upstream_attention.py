@@ -15,7 +15,7 @@ by triton.testing.do_bench (L2 flushed before each call, back to back), with PyT
 SDPA on the same tensors under the same timer beside it (the faster is 100%, as in the lab's rows);
 JAX's examples by the Mosaic GPU profiler their own benchmark uses (CUPTI, kernels only).
 
-    python tools/upstream_attention.py [--out FILE.json] [NAME...]      # names: see EXAMPLES
+    python tools/upstream_attention.py [--out FILE.json] [--dtype DTYPE] [NAME...]   # names: see EXAMPLES
 """
 import argparse
 import functools
@@ -193,13 +193,20 @@ def measure(name, build, case):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help=f"examples to run (default: all of {', '.join(EXAMPLES)})")
-    parser.add_argument("--out", type=Path)
+    parser.add_argument("--out", type=Path, help="the rows as JSON, written after each")
+    parser.add_argument("--dtype", choices=sorted({c[-1] for c in CASES}), help="that dtype's cases only")
     args = parser.parse_args()
     unknown = set(args.names) - set(EXAMPLES)
     if unknown:
         parser.error(f"no example named {', '.join(sorted(unknown))}; known: {', '.join(EXAMPLES)}")
     import torch
-    rows = [measure(name, EXAMPLES[name], case) for name in args.names or EXAMPLES for case in CASES]
+    rows = []
+    for name in args.names or EXAMPLES:
+        for case in CASES:
+            if args.dtype in (None, case[-1]):
+                rows.append(measure(name, EXAMPLES[name], case))
+                if args.out:
+                    args.out.write_text(json.dumps(rows, indent=1))
     print(f"\n{torch.cuda.get_device_name()}: the tools' own attention examples (ms, TFLOP/s, % of the faster of "
           f"flash and cuDNN SDPA by do_bench; JAX's own time by its profiler)")
     for r in rows:
@@ -207,8 +214,6 @@ def main():
         text = r.get("error") or f"{ms:.3f} ms {r['tflops']:6.1f} TF {r['pct_of_fastest_sdpa']:5.1f}% of SDPA " \
                                  f"(max |diff| {r['max_abs_diff_vs_sdpa']:.2e})"
         print(f"{r['example']:<14} {r['case']:<28} {text}")
-    if args.out:
-        args.out.write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

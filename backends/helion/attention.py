@@ -1,14 +1,18 @@
-"""Attention forward in Helion, as its attention example (examples/attention.py) writes it: a tile of
-(batch x head) rows and of query rows per program, an inner loop over tiles of keys with an online
-softmax in exp2, P cast to V's dtype for the second product into a float32 accumulator.
+"""Attention forward in Helion, after its attention example (examples/attention.py): a tile of query
+rows per program, an inner loop over tiles of keys with an online softmax in exp2, P cast to V's dtype
+for the second product into a float32 accumulator.
 
-Where the lab's kernel parts from the example: the scores are scaled in float32 after the first
-product (the example scales Q in its 16-bit dtype, a rounding of every score that the check's bound
-leaves no room for); keys past the sequence are masked to -inf (Helion masks its reductions over a
-partial tile but not the product: a padded key's score is 0, and in a row whose scores are all far
-below zero its exp2 overflows and meets V's zero padding as inf * 0); causal, a query tile's loop
-ends at its last key (tile_m.end, as Helion's jagged HSTU example bounds its loop) instead of
-visiting every tile of keys as the example does, and masks keys after each query."""
+Where the lab's kernel parts from the example: one (batch, head) a program (block size 1 on that
+dimension, indexed by its begin, as Helion's jagged HSTU example indexes its heads), so both products
+are 2-D `hl.dot`s (the example's batched ones are reshapes that Triton 3.6's layout pass refuses for
+pipelined 64-key tiles); the scores are scaled in float32 after the first product (the example scales
+Q in its 16-bit dtype, a rounding of every score that the check's bound leaves no room for); keys past
+the sequence are masked to -inf (Helion masks its reductions over a partial tile but not the product:
+a padded key's score is 0, and in a row whose scores are all far below zero its exp2 overflows and
+meets V's zero padding as inf * 0); causal, the keys are two loops, as Triton's fused-attention
+tutorial splits them: the tiles before the query tile's diagonal band with no mask, then the band
+itself (to tile_m.end, as the HSTU example bounds its loop) masking keys after each query, instead of
+visiting and masking every tile of keys as the example does. (Not causal, the first loop is empty.)"""
 import math
 
 import helion
@@ -24,39 +28,49 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor
     seq, head_dim = q.size(-2), hl.specialize(q.size(-1))
     q_view, k_view, v_view, o_view = (t.reshape([-1, seq, head_dim]) for t in (q, k, v, o))
     qk_scale = LOG2E / math.sqrt(head_dim)          # scores in log2 units: exp2 below
-    for tile_b, tile_m in hl.tile([q_view.size(0), seq]):
-        m_i = hl.full([tile_b, tile_m], float("-inf"), dtype=torch.float32)
-        l_i = hl.zeros([tile_b, tile_m], dtype=torch.float32)
-        acc = hl.zeros([tile_b, tile_m, head_dim], dtype=torch.float32)
-        q_tile = q_view[tile_b, tile_m, :]
-        for tile_n in hl.tile(tile_m.end if causal else seq):
-            k_tile = k_view[tile_b, tile_n, :]
-            s = hl.dot(q_tile, k_tile.transpose(1, 2), out_dtype=torch.float32) * qk_scale
-            keys = tile_n.index[None, None, :]
-            seen = keys <= tile_m.index[None, :, None] if causal else keys < seq
-            s = torch.where(seen, s, float("-inf"))
+    for tile_bh, tile_m in hl.tile([q_view.size(0), seq], block_size=[1, None]):
+        bh = tile_bh.begin                          # one (batch, head) a program: 2-D tiles below
+        m_i = hl.full([tile_m], float("-inf"), dtype=torch.float32)
+        l_i = hl.zeros([tile_m], dtype=torch.float32)
+        acc = hl.zeros([tile_m, head_dim], dtype=torch.float32)
+        q_tile = q_view[bh, tile_m, :]
+        for tile_n in hl.tile(tile_m.begin if causal else 0):     # causal: the keys before this tile
+            s = hl.dot(q_tile, k_view[bh, tile_n, :].T, out_dtype=torch.float32) * qk_scale
             m_new = torch.maximum(m_i, torch.amax(s, -1))
-            p = torch.exp2(s - m_new[:, :, None])
+            p = torch.exp2(s - m_new[:, None])
             alpha = torch.exp2(m_i - m_new)
             l_i = l_i * alpha + torch.sum(p, -1)
-            v_tile = v_view[tile_b, tile_n, :]
-            acc = hl.dot(p.to(v_tile.dtype), v_tile, acc=acc * alpha[:, :, None])
+            v_tile = v_view[bh, tile_n, :]
+            acc = hl.dot(p.to(v_tile.dtype), v_tile, acc=acc * alpha[:, None])
             m_i = m_new
-        o_view[tile_b, tile_m, :] = (acc / l_i[:, :, None]).to(o.dtype)
+        for tile_n in hl.tile(tile_m.begin if causal else 0, tile_m.end if causal else seq):    # masked
+            s = hl.dot(q_tile, k_view[bh, tile_n, :].T, out_dtype=torch.float32) * qk_scale
+            keys = tile_n.index[None, :]
+            seen = keys <= tile_m.index[:, None] if causal else keys < seq
+            s = torch.where(seen, s, float("-inf"))
+            m_new = torch.maximum(m_i, torch.amax(s, -1))
+            p = torch.exp2(s - m_new[:, None])
+            alpha = torch.exp2(m_i - m_new)
+            l_i = l_i * alpha + torch.sum(p, -1)
+            v_tile = v_view[bh, tile_n, :]
+            acc = hl.dot(p.to(v_tile.dtype), v_tile, acc=acc * alpha[:, None])
+            m_i = m_new
+        o_view[bh, tile_m, :] = (acc / l_i[:, None]).to(o.dtype)
 
 
 def fixed(head_dim):
-    """block_sizes: (batch x head) rows and query rows a program, keys a step. On a GPU 128 queries a
-    program; for head_dim 64 the Hopper shapes of the lab's Triton attention (64 keys, 3 stages, 4 warps);
-    for 128, tiles of 128 keys in 2 stages and 8 warps: with 64-key tiles pipelined, Triton 3.6 fails an
-    assertion in its layout pass (LinearLayout::reshapeOuts) on the reshapes Helion wraps its batched
-    products in. In the interpreter a query tile smaller than a key tile, so that a causal loop's last
-    tile of keys is cut at tile_m.end."""
+    """block_sizes: query rows a program, then keys a step in each loop (the (batch, head) dimension is
+    1 a program); the query tile must be a whole number of key tiles, so that the causal loop before
+    the diagonal sees no partial tile. On a GPU 128 queries and 64 keys in 3 stages; at head dim 128
+    8 warps and TMA loads (Helion's tensor descriptors: 65-66% of cuDNN on the H200 against 61% with
+    4 warps, and 47% in 2 stages; tools/knob_sweep.py helion attention, reports/evidence/attention),
+    at 64 the Hopper shape of the lab's Triton attention (4 warps, pointer loads). In the interpreter
+    a few small tiles, so that the test cases' sequences end inside a tile."""
     if interpreted():
-        return helion.Config(block_sizes=[1, 32, 64], num_warps=4, num_stages=1)
+        return helion.Config(block_sizes=[64, 32, 32], num_warps=4, num_stages=1)
     if head_dim >= 128:
-        return helion.Config(block_sizes=[1, 128, 128], num_warps=8, num_stages=2)
-    return helion.Config(block_sizes=[1, 128, 64], num_warps=4, num_stages=3)
+        return helion.Config(block_sizes=[128, 64, 64], num_warps=8, num_stages=3, indexing="tensor_descriptor")
+    return helion.Config(block_sizes=[128, 64, 64], num_warps=4, num_stages=3)
 
 
 def supports(case, variant=""):
@@ -65,9 +79,9 @@ def supports(case, variant=""):
     return None
 
 
-def build(case, inputs, outputs, stream, variant=""):
+def build(case, inputs, outputs, stream, variant="", config=None):
     kernel = helion.kernel(attention, autotune_effort=effort(), static_shapes=True)
     q, k, v, o = inputs["q"], inputs["k"], inputs["v"], outputs["o"]
     causal = bool(case.shape["causal"])
-    return prepared(kernel, (q, k, v, o, causal), (q, k, v, torch.empty_like(o), causal), fixed(q.shape[-1]),
-                    variant)
+    return prepared(kernel, (q, k, v, o, causal), (q, k, v, torch.empty_like(o), causal),
+                    config or fixed(q.shape[-1]), variant)

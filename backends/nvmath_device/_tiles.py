@@ -22,9 +22,20 @@ def copy_2d(src, dst):
             dst[i, j] = src[i, j]
 
 
-def padded(array, tiles, least=(0, 0)):
+@cuda.jit
+def copy_3d(src, dst):
+    j0, i0, b0 = cuda.grid(3)          # x along a row: consecutive threads, consecutive addresses
+    sj, si, sb = cuda.gridsize(3)
+    for b in range(b0, src.shape[0], sb):
+        for i in range(i0, src.shape[1], si):
+            for j in range(j0, src.shape[2], sj):
+                dst[b, i, j] = src[b, i, j]
+
+
+def padded(array, tiles, least=None):
     """`array` itself when its shape is a multiple of `tiles` (and at least `least`), else a
     zero-filled larger array."""
+    least = least or (0,) * array.ndim
     shape = tuple(max(-(-s // t) * t, m) for s, t, m in zip(array.shape, tiles, least, strict=True))
     if shape == array.shape:
         return array
@@ -39,13 +50,16 @@ def transposed(array):
 
 
 def copier(src, dst, stream):
-    """A launcher copying src into the top-left of dst (compiled now), or a no-op if they are one."""
+    """A launcher copying src (2-D or 3-D) into the top-left of dst (compiled now), or a no-op if they
+    are one."""
     if src is dst:
         return lambda: None
-    copy_2d.compile((numba.typeof(src), numba.typeof(dst)))
-    # a grid's y extent stops at 65535 blocks (x at 2^31 - 1): rows beyond 65535 x 16 loop
-    grid = ((src.shape[1] + 15) // 16, min((src.shape[0] + 15) // 16, MAX_GRID_Y))
-    return lambda: copy_2d[grid, (16, 16), stream](src, dst)
+    kernel = copy_2d if src.ndim == 2 else copy_3d
+    kernel.compile((numba.typeof(src), numba.typeof(dst)))
+    # a grid's y and z extents stop at 65535 blocks (x at 2^31 - 1): the kernel loops beyond
+    grid = ((src.shape[-1] + 15) // 16, min((src.shape[-2] + 15) // 16, MAX_GRID_Y), *src.shape[:-2])
+    grid = tuple(min(g, MAX_GRID_Y) for g in grid)
+    return lambda: kernel[grid, (16, 16, 1)[:src.ndim], stream](src, dst)
 
 
 def compiled_with_smem(kernel, smem_bytes, *args):
