@@ -60,7 +60,8 @@ def test_the_scan_sweeps_knobs_are_the_builds_keywords():
 
 
 def test_helions_attention_sweep_builds_configs_its_build_takes():
-    """The Helion attention sweep's candidates are Configs of the kernel's three block sizes, handed to
+    """The Helion attention sweep's candidates are Configs of the kernel's block sizes (queries, then
+    keys in each key loop: two loops causal), handed to
     build() by its `config` keyword, on real bench cases; as JSON they are plain dicts."""
     import ast
 
@@ -72,6 +73,8 @@ def test_helions_attention_sweep_builds_configs_its_build_takes():
     build = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "build")
     assert "config" in {a.arg for a in build.args.args}
     for name in cases:
-        knobs = make(problems.get("attention").case(name), "fixed")
-        assert len(knobs) > 4 and all(set(k) == {"config"} and len(k["config"]["block_sizes"]) == 3 for k in knobs)
-        assert json.loads(json.dumps(shown(knobs[0])))["config"]["block_sizes"] == [128, 64, 64]
+        case = problems.get("attention").case(name)
+        knobs = make(case, "fixed")
+        sizes = 2 + case.shape["causal"]
+        assert len(knobs) > 4 and all(set(k) == {"config"} and len(k["config"]["block_sizes"]) == sizes for k in knobs)
+        assert json.loads(json.dumps(shown(knobs[0])))["config"]["block_sizes"] == [128, 64, 64][:sizes]

@@ -87,9 +87,10 @@ def helion_attention(case, variant):
     Hopper only, so a CPU never sees them), and the fixed shape as a persistent kernel."""
     import helion
     shapes = ((128, 64, 8, 3), (128, 64, 8, 4), (128, 64, 8, 2), (128, 64, 4, 3), (128, 128, 8, 2), (64, 64, 4, 3))
-    out = [{"config": helion.Config(block_sizes=[m, n, n], num_warps=w, num_stages=s, indexing=i)}
+    loops = 1 + case.shape["causal"]              # causal: a loop before the diagonal band, then the band
+    out = [{"config": helion.Config(block_sizes=[m] + [n] * loops, num_warps=w, num_stages=s, indexing=i)}
            for m, n, w, s in shapes for i in ("pointer", "tensor_descriptor")]
-    out += [{"config": helion.Config(block_sizes=[128, 64, 64], num_warps=8, num_stages=3, indexing=i,
+    out += [{"config": helion.Config(block_sizes=[128] + [64] * loops, num_warps=8, num_stages=3, indexing=i,
                                      pid_type="persistent_interleaved")} for i in ("pointer", "tensor_descriptor")]
     return out
 

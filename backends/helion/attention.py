@@ -12,7 +12,7 @@ a padded key's score is 0, and in a row whose scores are all far below zero its 
 meets V's zero padding as inf * 0); causal, the keys are two loops, as Triton's fused-attention
 tutorial splits them: the tiles before the query tile's diagonal band with no mask, then the band
 itself (to tile_m.end, as the HSTU example bounds its loop) masking keys after each query, instead of
-visiting and masking every tile of keys as the example does. (Not causal, the first loop is empty.)"""
+visiting and masking every tile of keys as the example does. (Not causal: one loop, masked past S.)"""
 import math
 
 import helion
@@ -34,15 +34,16 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor
         l_i = hl.zeros([tile_m], dtype=torch.float32)
         acc = hl.zeros([tile_m, head_dim], dtype=torch.float32)
         q_tile = q_view[bh, tile_m, :]
-        for tile_n in hl.tile(tile_m.begin if causal else 0):     # causal: the keys before this tile
-            s = hl.dot(q_tile, k_view[bh, tile_n, :].T, out_dtype=torch.float32) * qk_scale
-            m_new = torch.maximum(m_i, torch.amax(s, -1))
-            p = torch.exp2(s - m_new[:, None])
-            alpha = torch.exp2(m_i - m_new)
-            l_i = l_i * alpha + torch.sum(p, -1)
-            v_tile = v_view[bh, tile_n, :]
-            acc = hl.dot(p.to(v_tile.dtype), v_tile, acc=acc * alpha[:, None])
-            m_i = m_new
+        if causal:                                  # the keys before this tile's diagonal band
+            for tile_n in hl.tile(tile_m.begin):
+                s = hl.dot(q_tile, k_view[bh, tile_n, :].T, out_dtype=torch.float32) * qk_scale
+                m_new = torch.maximum(m_i, torch.amax(s, -1))
+                p = torch.exp2(s - m_new[:, None])
+                alpha = torch.exp2(m_i - m_new)
+                l_i = l_i * alpha + torch.sum(p, -1)
+                v_tile = v_view[bh, tile_n, :]
+                acc = hl.dot(p.to(v_tile.dtype), v_tile, acc=acc * alpha[:, None])
+                m_i = m_new
         for tile_n in hl.tile(tile_m.begin if causal else 0, tile_m.end if causal else seq):    # masked
             s = hl.dot(q_tile, k_view[bh, tile_n, :].T, out_dtype=torch.float32) * qk_scale
             keys = tile_n.index[None, :]
@@ -58,19 +59,22 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor
         o_view[bh, tile_m, :] = (acc / l_i[:, None]).to(o.dtype)
 
 
-def fixed(head_dim):
-    """block_sizes: query rows a program, then keys a step in each loop (the (batch, head) dimension is
-    1 a program); the query tile must be a whole number of key tiles, so that the causal loop before
-    the diagonal sees no partial tile. On a GPU 128 queries and 64 keys in 3 stages; at head dim 128
-    8 warps and TMA loads (Helion's tensor descriptors: 65-66% of cuDNN on the H200 against 61% with
-    4 warps, and 47% in 2 stages; tools/knob_sweep.py helion attention, reports/evidence/attention),
-    at 64 the Hopper shape of the lab's Triton attention (4 warps, pointer loads). In the interpreter
-    a few small tiles, so that the test cases' sequences end inside a tile."""
+def fixed(head_dim, causal):
+    """block_sizes: query rows a program, then keys a step in each key loop (causal: two loops; the
+    (batch, head) dimension is 1 a program); the query tile must be a whole number of key tiles, so
+    that the causal loop before the diagonal sees no partial tile. On a GPU 128 queries and 64 keys
+    in 3 stages; at head dim 128 8 warps and TMA loads (Helion's tensor descriptors: 65-66% of cuDNN
+    on the H200 against 61% with 4 warps, and 47% in 2 stages; tools/knob_sweep.py helion attention,
+    reports/evidence/attention), at 64 the Hopper shape of the lab's Triton attention (4 warps,
+    pointer loads). In the interpreter a few small tiles, so that the test cases' sequences end
+    inside a tile."""
+    keys = [32, 32] if interpreted() else [64, 64]
+    block_sizes = [64 if interpreted() else 128, *keys[:1 + bool(causal)]]
     if interpreted():
-        return helion.Config(block_sizes=[64, 32, 32], num_warps=4, num_stages=1)
+        return helion.Config(block_sizes=block_sizes, num_warps=4, num_stages=1)
     if head_dim >= 128:
-        return helion.Config(block_sizes=[128, 64, 64], num_warps=8, num_stages=3, indexing="tensor_descriptor")
-    return helion.Config(block_sizes=[128, 64, 64], num_warps=4, num_stages=3)
+        return helion.Config(block_sizes=block_sizes, num_warps=8, num_stages=3, indexing="tensor_descriptor")
+    return helion.Config(block_sizes=block_sizes, num_warps=4, num_stages=3)
 
 
 def supports(case, variant=""):
@@ -84,4 +88,4 @@ def build(case, inputs, outputs, stream, variant="", config=None):
     q, k, v, o = inputs["q"], inputs["k"], inputs["v"], outputs["o"]
     causal = bool(case.shape["causal"])
     return prepared(kernel, (q, k, v, o, causal), (q, k, v, torch.empty_like(o), causal),
-                    config or fixed(q.shape[-1]), variant)
+                    config or fixed(q.shape[-1], causal), variant)
