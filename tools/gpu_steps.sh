@@ -178,9 +178,12 @@ for step in "$@"; do
       bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;
     attention-sweep)  # Helion's attention configs (tiles, warps, stages, pointer or TMA loads), checked and timed
       timeout "${SWEEP_TIMEOUT:-400}" python -m tools.knob_sweep helion attention --variant fixed --out "$OUT/$step/helion" ;;
-    scan-sweep)       # the one-pass scans' tile and warps (Triton, Helion), checked and timed beside the copy
-      timeout 240 python -m tools.knob_sweep triton scan --out "$OUT/$step/triton"
-      timeout 240 python -m tools.knob_sweep helion scan --variant fixed --out "$OUT/$step/helion" ;;
+    scan-sweep)       # the tile DSLs' scans: tile and warps, checked and timed beside the copy (SWEEPS: which)
+      for tool in ${SWEEPS-triton helion tilelang cutile}; do
+        case $tool in cutile) site=$CUTILE_SITE ;; tilelang) site=${TILELANG_SITE:-/tmp/tilelang-site} ;; *) site= ;; esac
+        PYTHONPATH=${site:+$site:}$PYTHONPATH PATH=${site:+$site/nvidia/cu13/bin:}$PATH timeout "${SWEEP_TIMEOUT:-240}" \
+          python -m tools.knob_sweep $tool scan $([ $tool = helion ] && echo --variant fixed) --out "$OUT/$step/$tool"
+      done ;;
     memory-sweeps)    # the memory-bound rows below their case's best on this GPU kind: nvrtc's elementwise
                       # plans, Warp's and nvmath's row-sum plans, the one-pass scans' tile and warps
       timeout 150 python -m tools.knob_sweep nvrtc elementwise --out "$OUT/$step/nvrtc-elementwise"

@@ -1,7 +1,8 @@
 """Which knobs an implementation takes, for those whose build() takes keyword knobs (CuTe DSL GEMM:
 tile, cluster, tile order; nvrtc elementwise: kernel shape; nvrtc[cutlass]: CUTLASS tile and
 cluster; cuTile GEMM: tile, hints, persistent, prefetch; cuTile attention: tile, hints, prefetch;
-Helion attention: its Config; Triton's and Helion's one-pass scans: tile and warps):
+Helion attention: its Config; the scans of Triton, Helion and TileLang (one pass): tile and warps,
+of cuTile (reduce-then-scan): tile):
 each candidate built by the lab's Session on a bench case, checked against the float64 reference and
 timed cold beside the reference timed the same way in the same process (cuBLAS for GEMM, the 1 GiB
 copy for the rest: tools/sweep.py).
@@ -13,6 +14,7 @@ copy for the rest: tools/sweep.py).
     python -m tools.knob_sweep cutile attention --out DIR
     python -m tools.knob_sweep helion attention --variant fixed --out DIR
     python -m tools.knob_sweep triton scan --out DIR; python -m tools.knob_sweep helion scan --variant fixed --out DIR
+    python -m tools.knob_sweep tilelang scan --out DIR; python -m tools.knob_sweep cutile scan --out DIR
 
 Writes DIR/sweep.json as it goes and prints a table per case, best first; winners go into the
 implementation's defaults by hand.
@@ -95,6 +97,19 @@ def helion_attention(case, variant):
     return out
 
 
+def tilelang_scan(case, variant):
+    """The one-pass TileLang scan's tile (rows x columns, one warp scanning a row) and its threads: the
+    Triton and Helion sweeps found 4 warps where 8 lost a third of the bandwidth."""
+    shapes = ((8, 1024, 256), (8, 1024, 128), (4, 1024, 128), (4, 2048, 128), (16, 1024, 512), (16, 1024, 256),
+              (8, 2048, 256), (4, 1024, 256))
+    return [{"tile_rows": r, "tile_cols": c, "threads": t} for r, c, t in shapes]
+
+
+def cutile_scan(case, variant):
+    """cuTile's reduce-then-scan: the elements a block sums, then scans."""
+    return [{"tile": t} for t in (1024, 2048, 4096, 8192, 16384)]
+
+
 def one_pass_scan(case, variant):
     """A program's tile (elements) and its warps, for the one-pass look-back scans (triton, helion[fixed]):
     a larger tile halves the look-backs, a smaller one the registers a thread holds."""
@@ -118,7 +133,9 @@ CANDIDATES = {("cute_dsl", "gemm"): (cute_dsl_gemm, GEMM_CASES),
                                                            "4x32x4096x128-causal-bfloat16",
                                                            "16x16x1024x64-full-bfloat16")),
               ("triton", "scan"): (one_pass_scan, SCAN_CASES),
-              ("helion", "scan"): (one_pass_scan, SCAN_CASES)}          # with --variant fixed
+              ("helion", "scan"): (one_pass_scan, SCAN_CASES),          # with --variant fixed
+              ("tilelang", "scan"): (tilelang_scan, SCAN_CASES),
+              ("cutile", "scan"): (cutile_scan, SCAN_CASES)}
 
 
 def shown(knobs: dict) -> dict:

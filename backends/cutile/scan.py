@@ -31,22 +31,22 @@ def tile_scan(x, carries, y, TILE: ct.Constant[int]):
     ct.store(y, index=(b,), tile=ct.cumsum(t, axis=0) + carry)
 
 
-def build(case, inputs, outputs, stream, variant=""):
+def build(case, inputs, outputs, stream, variant="", tile=TILE):
     x, y = inputs["x"], outputs["y"]
-    grid = (ct.cdiv(x.shape[0], TILE),)
+    grid = (ct.cdiv(x.shape[0], tile),)
     sums = torch.empty(grid[0], dtype=torch.float32, device=x.device)
     carries = torch.empty_like(sums)
     # ct.launch takes the lab's raw stream: the carries between the kernels go on it too
     on_stream = torch.cuda.ExternalStream(stream) if stream else torch.cuda.default_stream(x.device)
-    compile_on_scratch(stream, grid, tile_sums, (x, sums, TILE))
-    compile_on_scratch(stream, grid, tile_scan, (x, carries, torch.empty_like(y), TILE))
+    compile_on_scratch(stream, grid, tile_sums, (x, sums, tile))
+    compile_on_scratch(stream, grid, tile_scan, (x, carries, torch.empty_like(y), tile))
 
     def run():
-        ct.launch(stream, grid, tile_sums, (x, sums, TILE))
+        ct.launch(stream, grid, tile_sums, (x, sums, tile))
         with torch.cuda.stream(on_stream):
             torch.cumsum(sums, 0, out=carries)
             carries.sub_(sums)                    # each tile's exclusive prefix
-        ct.launch(stream, grid, tile_scan, (x, carries, y, TILE))
+        ct.launch(stream, grid, tile_scan, (x, carries, y, tile))
 
     return run
 

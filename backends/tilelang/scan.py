@@ -15,7 +15,8 @@ and atomic_store templates do not compile for int64), so one atomic store publis
 and the words are zeroed before every launch. 16-bit inputs are widened to float32 on load. Full
 tiles load and store unmasked vectors; the partial last tile masks by element (the masks are
 explicit, so TileLang's own bounds guards, which would mask every tile, are off). n is a
-compile-time constant: each case is its own kernel."""
+compile-time constant: each case is its own kernel. build() takes the tile's rows, columns and threads
+as keywords (tools/knob_sweep.py tilelang scan)."""
 import torch
 import tilelang.language as T
 
@@ -23,14 +24,14 @@ from backends.tilelang import compile_program
 
 DTYPE = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
 ROWS, COLS, THREADS = 8, 1024, 256     # a tile of 8192 elements; one warp scans each row
-TILE = ROWS * COLS
 AGGREGATE, PREFIX = 1, 2               # a tile's published status
 PASS_CONFIGS = {"tl.disable_safe_memory_legalize": True}   # tilelang.PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS
 
 
-def program(case):
+def program(case, tile_rows=ROWS, tile_cols=COLS, threads=THREADS):
     n, dtype = case.shape["n"], DTYPE[case.dtype]
-    tiles = -(-n // TILE)
+    tile_size = tile_rows * tile_cols
+    tiles = -(-n // tile_size)
 
     def word(status, value):
         """The status in the high 32 bits, the float32's bits in the low 32."""
@@ -39,29 +40,29 @@ def program(case):
 
     @T.prim_func
     def scan(x: T.Tensor((n,), dtype), y: T.Tensor((n,), "float32"), state: T.Tensor((tiles + 1,), "uint64")):
-        with T.Kernel(tiles, threads=THREADS):
+        with T.Kernel(tiles, threads=threads):
             tx = T.get_thread_binding()
-            shared = T.alloc_shared((ROWS, COLS), "float32")
-            rows = T.alloc_shared((ROWS + 1,), "float32")     # 0 and the row totals; scanned: row offsets
+            shared = T.alloc_shared((tile_rows, tile_cols), "float32")
+            rows = T.alloc_shared((tile_rows + 1,), "float32")     # 0 and the row totals; scanned: row offsets
             ticket = T.alloc_shared((1,), "int32")
             carry = T.alloc_shared((1,), "float32")
             if tx == 0:
                 ticket[0] = T.cast(T.atomic_add(state[0], T.uint64(1), return_prev=True), "int32")
             tile = ticket[0]
-            base = tile * TILE
-            if base + TILE <= n:                               # a full tile: vector loads, no masks
-                for i, j in T.Parallel(ROWS, COLS):
-                    shared[i, j] = T.cast(x[base + i * COLS + j], "float32")
+            base = tile * tile_size
+            if base + tile_size <= n:                               # a full tile: vector loads, no masks
+                for i, j in T.Parallel(tile_rows, tile_cols):
+                    shared[i, j] = T.cast(x[base + i * tile_cols + j], "float32")
             else:
-                for i, j in T.Parallel(ROWS, COLS):
-                    k = base + i * COLS + j
+                for i, j in T.Parallel(tile_rows, tile_cols):
+                    k = base + i * tile_cols + j
                     shared[i, j] = T.if_then_else(k < n, T.cast(x[k], "float32"), T.float32(0))
             T.cumsum(shared, dim=1)
-            for i in T.Parallel(ROWS + 1):
-                rows[i] = T.if_then_else(i == 0, T.float32(0), shared[i - 1, COLS - 1])
+            for i in T.Parallel(tile_rows + 1):
+                rows[i] = T.if_then_else(i == 0, T.float32(0), shared[i - 1, tile_cols - 1])
             T.cumsum(rows, dim=0)
             if tx == 0:
-                local = rows[ROWS]
+                local = rows[tile_rows]
                 T.atomic_store(state[1 + tile], word(T.if_then_else(tile == 0, PREFIX, AGGREGATE), local),
                                memory_order="release")
                 exclusive = T.alloc_var("float32", init=0)
@@ -75,22 +76,23 @@ def program(case):
                 if tile > 0:
                     T.atomic_store(state[1 + tile], word(PREFIX, exclusive + local), memory_order="release")
                 carry[0] = exclusive
-            if base + TILE <= n:
-                for i, j in T.Parallel(ROWS, COLS):
-                    y[base + i * COLS + j] = shared[i, j] + rows[i] + carry[0]
+            if base + tile_size <= n:
+                for i, j in T.Parallel(tile_rows, tile_cols):
+                    y[base + i * tile_cols + j] = shared[i, j] + rows[i] + carry[0]
             else:
-                for i, j in T.Parallel(ROWS, COLS):
-                    k = base + i * COLS + j
+                for i, j in T.Parallel(tile_rows, tile_cols):
+                    k = base + i * tile_cols + j
                     if k < n:
                         y[k] = shared[i, j] + rows[i] + carry[0]
 
     return scan
 
 
-def build(case, inputs, outputs, stream, variant=""):
-    kernel = compile_program(program(case), pass_configs=PASS_CONFIGS)
+def build(case, inputs, outputs, stream, variant="", tile_rows=ROWS, tile_cols=COLS, threads=THREADS):
+    kernel = compile_program(program(case, tile_rows, tile_cols, threads), pass_configs=PASS_CONFIGS)
     x, y = inputs["x"], outputs["y"]
-    state = torch.zeros(-(-x.numel() // TILE) + 1, dtype=torch.int64, device=x.device)   # ticket, words
+    tiles = -(-x.numel() // (tile_rows * tile_cols))
+    state = torch.zeros(tiles + 1, dtype=torch.int64, device=x.device)   # the ticket, then a word a tile
     words = state.view(torch.uint64)                  # the kernel's 64-bit atomics take uint64 (above)
 
     def run():
