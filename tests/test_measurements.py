@@ -37,3 +37,9 @@ def test_a_tool_that_keeps_no_build_on_disk_gets_cold_compile_processes_only(tmp
     comp = compile_times.measure(Impl("array_api", "numpy", "segreduce"), tmp_path, tmp_path / "log", 2, 120.0, {})
     assert len(comp["cold_samples"]) == 2 and comp["cold_s"] > 0 and comp["processes"] == 2
     assert comp["warm_samples"] == [] and comp["warm_s"] is None and "kept on disk" in comp["warm_note"]
+    import json
+
+    import jsonschema
+    from harness.results.records import SCHEMA_PATH
+    schema = json.loads(SCHEMA_PATH.read_text())
+    jsonschema.validate(comp, schema["$defs"]["record"]["properties"]["compile"])   # its record stays valid
