@@ -68,8 +68,8 @@ def fixed(head_dim, causal):
     reports/evidence/attention), at 64 the Hopper shape of the lab's Triton attention (4 warps,
     pointer loads). In the interpreter a few small tiles, so that the test cases' sequences end
     inside a tile."""
-    keys = [32, 32] if interpreted() else [64, 64]
-    block_sizes = [64 if interpreted() else 128, *keys[:1 + bool(causal)]]
+    queries, keys = (64, 32) if interpreted() else (128, 64)
+    block_sizes = [queries] + [keys] * (2 if causal else 1)
     if interpreted():
         return helion.Config(block_sizes=block_sizes, num_warps=4, num_stages=1)
     if head_dim >= 128:
