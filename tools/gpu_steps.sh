@@ -14,7 +14,10 @@ OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/
 source /tmp/gpu-site/env.sh
 gpu_state() { nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,pstate,temperature.gpu \
   --format=csv,noheader >> "$OUT/$1/gpu-state.csv"; }
-with_cutile() { PYTHONPATH=$CUTILE_SITE:$PYTHONPATH PATH=$CUTILE_SITE/nvidia/cu13/bin:$PATH "$@"; }
+# TOOL's own site (cuTile, TileLang; none for the others) ahead of the lab's, for one command
+with_site() { local site; case $1 in cutile) site=$CUTILE_SITE ;; tilelang) site=${TILELANG_SITE:-/tmp/tilelang-site} ;; esac
+  shift; PYTHONPATH=${site:+$site:}$PYTHONPATH PATH=${site:+$site/nvidia/cu13/bin:}$PATH "$@"; }
+with_cutile() { with_site cutile "$@"; }
 # SIGINT before the call's limit: the run keeps what it measured (results.json, complete: false) and the
 # step is still packed (a call killed at its limit returns nothing of a step in flight); a run of eight
 # GPU workers took over 45 s to stop and lost its summary, so it gets 90 (results.jsonl keeps every row)
@@ -34,8 +37,7 @@ print("\n".join(profile_lines(doc)))' "$1" || true; }
 # EXAMPLE_DTYPE: that dtype's cases only; EXAMPLE_TIMEOUT: seconds each, 300 unless given)
 upstream_attention() {
   for ex in ${EXAMPLES-triton cutile helion tilelang cute_dsl pallas-triton pallas-mosaic}; do   # EXAMPLES="": none
-    case $ex in cutile) site=$CUTILE_SITE ;; tilelang) site=${TILELANG_SITE:-/tmp/tilelang-site} ;; *) site= ;; esac
-    PYTHONPATH=${site:+$site:}$PYTHONPATH PATH=${site:+$site/nvidia/cu13/bin:}$PATH timeout "${EXAMPLE_TIMEOUT:-300}" \
+    with_site $ex timeout "${EXAMPLE_TIMEOUT:-300}" \
       python tools/upstream_attention.py $ex ${EXAMPLE_DTYPE:+--dtype $EXAMPLE_DTYPE} --out "$1/upstream-$ex.json" 2>&1 | tail -12
   done | tee "$1/upstream.txt"
 }
@@ -180,8 +182,7 @@ for step in "$@"; do
       timeout "${SWEEP_TIMEOUT:-400}" python -m tools.knob_sweep helion attention --variant fixed --out "$OUT/$step/helion" ;;
     scan-sweep)       # the tile DSLs' scans: tile and warps, checked and timed beside the copy (SWEEPS: which)
       for tool in ${SWEEPS-triton helion tilelang cutile}; do
-        case $tool in cutile) site=$CUTILE_SITE ;; tilelang) site=${TILELANG_SITE:-/tmp/tilelang-site} ;; *) site= ;; esac
-        PYTHONPATH=${site:+$site:}$PYTHONPATH PATH=${site:+$site/nvidia/cu13/bin:}$PATH timeout "${SWEEP_TIMEOUT:-240}" \
+        with_site $tool timeout "${SWEEP_TIMEOUT:-240}" \
           python -m tools.knob_sweep $tool scan $([ $tool = helion ] && echo --variant fixed) --out "$OUT/$step/$tool"
       done ;;
     memory-sweeps)    # the memory-bound rows below their case's best on this GPU kind: nvrtc's elementwise

@@ -34,6 +34,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor
         l_i = hl.zeros([tile_m], dtype=torch.float32)
         acc = hl.zeros([tile_m, head_dim], dtype=torch.float32)
         q_tile = q_view[bh, tile_m, :]
+        # the online-softmax step is written out in both key loops: Helion 1.5.0 fails to lower a helper
+        # function called from them (InductorLoweringError on aten.slice of the running maximum)
         if causal:                                  # the keys before this tile's diagonal band
             for tile_n in hl.tile(tile_m.begin):
                 s = hl.dot(q_tile, k_view[bh, tile_n, :].T, out_dtype=torch.float32) * qk_scale

@@ -57,8 +57,7 @@ def copier(src, dst, stream):
     kernel = copy_2d if src.ndim == 2 else copy_3d
     kernel.compile((numba.typeof(src), numba.typeof(dst)))
     # a grid's y and z extents stop at 65535 blocks (x at 2^31 - 1): the kernel loops beyond
-    grid = ((src.shape[-1] + 15) // 16, min((src.shape[-2] + 15) // 16, MAX_GRID_Y), *src.shape[:-2])
-    grid = tuple(min(g, MAX_GRID_Y) for g in grid)
+    grid = ((src.shape[-1] + 15) // 16, *(min(g, MAX_GRID_Y) for g in ((src.shape[-2] + 15) // 16, *src.shape[:-2])))
     return lambda: kernel[grid, (16, 16, 1)[:src.ndim], stream](src, dst)
 
 

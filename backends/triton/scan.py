@@ -8,8 +8,8 @@ predecessors' published words WINDOW at a time (one load of a vector of words, a
 32), adding them up to the nearest inclusive prefix, or up to a tile not yet published, where it
 reads again; then it publishes its own inclusive prefix. A tile's word packs a status (0: nothing
 yet, 1: aggregate, 2: inclusive prefix) with the float32 value in one int64, so one atomic exchange
-publishes both. The ticket counter and the
-words are zeroed before every launch. 16-bit inputs are widened to float32 on load."""
+publishes both. The ticket counter and the words are zeroed before every launch. 16-bit inputs are
+widened to float32 on load."""
 import torch
 import triton
 import triton.language as tl
