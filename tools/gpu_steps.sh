@@ -166,15 +166,16 @@ for step in "$@"; do
         tail -30 "$OUT/$step/sanitizer.txt"
       fi ;;
     attention)        # attention on every backend that has it, every case (BACKENDS="-b x -b y": those only),
-                      # then the tools' own attention examples (the examples step)
+                      # then the tools' own attention examples (the examples step); TIMEOUT: a case's seconds of
+                      # its own work (default: the run's limit from each backend's first build)
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
-        run_ways -p attention ${BACKENDS:-} --cases all --compile-repeats 1 --jobs "${JOBS:-4}" --timeout "${TIMEOUT:-300}" \
+        run_ways -p attention ${BACKENDS:-} --cases all --compile-repeats 1 --jobs "${JOBS:-4}" ${TIMEOUT:+--timeout $TIMEOUT} \
         ${RESUME:+--resume} --out "$OUT/$step/part"
       run_profile "$OUT/$step/part/results.json"
       upstream_attention "$OUT/$step" ;;
     scan)             # scan on every backend that has it, every case, then cuda.compute's own scan benchmark
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
-        run_ways -p scan ${BACKENDS:-} --cases all --compile-repeats 1 --jobs "${JOBS:-4}" --timeout "${TIMEOUT:-300}" \
+        run_ways -p scan ${BACKENDS:-} --cases all --compile-repeats 1 --jobs "${JOBS:-4}" ${TIMEOUT:+--timeout $TIMEOUT} \
         ${RESUME:+--resume} --out "$OUT/$step/part"
       run_profile "$OUT/$step/part/results.json"
       bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;

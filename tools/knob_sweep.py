@@ -100,8 +100,8 @@ def helion_attention(case, variant):
 def tilelang_scan(case, variant):
     """The one-pass TileLang scan's tile (rows x columns, one warp scanning a row) and its threads: the
     Triton and Helion sweeps found 4 warps where 8 lost a third of the bandwidth."""
-    shapes = ((8, 1024, 256), (8, 1024, 128), (4, 1024, 128), (4, 2048, 128), (16, 1024, 512), (16, 1024, 256),
-              (8, 2048, 256), (4, 1024, 256))
+    shapes = ((8, 2048, 256), (16, 1024, 256), (8, 1024, 256), (8, 1024, 128), (4, 2048, 128), (16, 1024, 512),
+              (16, 2048, 256), (32, 1024, 256))
     return [{"tile_rows": r, "tile_cols": c, "threads": t} for r, c, t in shapes]
 
 

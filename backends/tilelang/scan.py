@@ -23,7 +23,7 @@ import tilelang.language as T
 from backends.tilelang import compile_program
 
 DTYPE = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
-ROWS, COLS, THREADS = 8, 1024, 256     # a tile of 8192 elements; one warp scans each row
+ROWS, COLS, THREADS = 8, 2048, 256     # a tile of 16384 elements; one warp scans each row
 AGGREGATE, PREFIX = 1, 2               # a tile's published status
 PASS_CONFIGS = {"tl.disable_safe_memory_legalize": True}   # tilelang.PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS
 
