@@ -78,3 +78,20 @@ def test_helions_attention_sweep_builds_configs_its_build_takes():
         sizes = 2 + case.shape["causal"]
         assert len(knobs) > 4 and all(set(k) == {"config"} and len(k["config"]["block_sizes"]) == sizes for k in knobs)
         assert json.loads(json.dumps(shown(knobs[0])))["config"]["block_sizes"] == [128, 64, 64][:sizes]
+
+
+def test_nvrtcs_scan_sweep_candidates_compile():
+    """Each look-back delay and tile the nvrtc scan sweep tries is a kernel NVRTC compiles (for sm_90,
+    no GPU needed), so a sweep on the GPU node spends its time timing, not failing builds."""
+    from tests.test_compile_only import nvrtc_library
+    missing = nvrtc_library()
+    if missing:
+        pytest.skip(missing)
+    from backends.nvrtc import compile_cubin, scan
+    from tools.knob_sweep import CANDIDATES
+    make, cases = CANDIDATES["nvrtc", "scan"]
+    case = problems.get("scan").case(cases[1])
+    knobs = make(case, "")
+    assert {k["look_back_delay"] for k in knobs} >= {scan.LOOK_BACK_DELAY}
+    for k in knobs:
+        assert len(bytes(compile_cubin(scan.SOURCE, scan.kernel_name(case, **k), "sm_90").code)) > 0, k

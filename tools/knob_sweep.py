@@ -2,7 +2,7 @@
 tile, cluster, tile order; nvrtc elementwise: kernel shape; nvrtc[cutlass]: CUTLASS tile and
 cluster; cuTile GEMM: tile, hints, persistent, prefetch; cuTile attention: tile, hints, prefetch;
 Helion attention: its Config; the scans of Triton, Helion and TileLang (one pass): tile and warps,
-of cuTile (reduce-then-scan): tile):
+of cuTile (reduce-then-scan): tile; nvrtc's scan: CUB's look-back delay and tile):
 each candidate built by the lab's Session on a bench case, checked against the float64 reference and
 timed cold beside the reference timed the same way in the same process (cuBLAS for GEMM, the 1 GiB
 copy for the rest: tools/sweep.py).
@@ -15,6 +15,7 @@ copy for the rest: tools/sweep.py).
     python -m tools.knob_sweep helion attention --variant fixed --out DIR
     python -m tools.knob_sweep triton scan --out DIR; python -m tools.knob_sweep helion scan --variant fixed --out DIR
     python -m tools.knob_sweep tilelang scan --out DIR; python -m tools.knob_sweep cutile scan --out DIR
+    python -m tools.knob_sweep nvrtc scan --out DIR
 
 Writes DIR/sweep.json as it goes and prints a table per case, best first; winners go into the
 implementation's defaults by hand.
@@ -110,6 +111,16 @@ def cutile_scan(case, variant):
     return [{"tile": t} for t in (1024, 2048, 4096, 8192, 16384)]
 
 
+def nvrtc_scan(case, variant):
+    """CUB's look-back (nvrtc): the delay constructor (CUB's sm90 tuning sleeps 1140 ns before a tile's
+    first poll and 688 between polls; cuda_coop's look-back, which reaches the copy, sleeps not at all)
+    at CUB's 128 x 24 tile, then two other tiles without delays."""
+    fixed, none = "cub::detail::fixed_delay_constructor_t<{}, {}>", "cub::detail::no_delay_constructor_t<{}>"
+    delays = (fixed.format(688, 1140), fixed.format(350, 0), none.format(1140), none.format(0))
+    return [{"look_back_delay": d} for d in delays] + \
+        [{"threads": t, "items": i, "look_back_delay": none.format(0)} for t, i in ((256, 12), (128, 16))]
+
+
 def one_pass_scan(case, variant):
     """A program's tile (elements) and its warps, for the one-pass look-back scans (triton, helion[fixed]):
     a larger tile halves the look-backs, a smaller one the registers a thread holds."""
@@ -132,6 +143,7 @@ CANDIDATES = {("cute_dsl", "gemm"): (cute_dsl_gemm, GEMM_CASES),
               ("helion", "attention"): (helion_attention, ("4x32x4096x128-full-bfloat16",       # --variant fixed
                                                            "4x32x4096x128-causal-bfloat16",
                                                            "16x16x1024x64-full-bfloat16")),
+              ("nvrtc", "scan"): (nvrtc_scan, SCAN_CASES),
               ("triton", "scan"): (one_pass_scan, SCAN_CASES),
               ("helion", "scan"): (one_pass_scan, SCAN_CASES),          # with --variant fixed
               ("tilelang", "scan"): (tilelang_scan, SCAN_CASES),

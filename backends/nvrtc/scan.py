@@ -17,7 +17,10 @@ TilePrefixCallbackOp). CUDA does not promise that order, CUB relies on it; a tic
 formal at one more atomic per tile. The tile states are reset by a second kernel (ScanTileState::
 InitializeStatus, CUB's DeviceScanInitKernel) launched before the scan on every run().
 
-Constraints: one launch covers at most 2^31 - 1 tiles (n < 6.5e12: every case here); n >= 1."""
+build() takes the tile (threads, items) and the look-back's delay constructor (a CUB type) as keywords
+(tools/knob_sweep.py nvrtc scan).
+
+Constraints: one launch covers at most 2^31 - 1 tiles (n < 6.5e12 at the default tile); n >= 1."""
 import numpy as np
 from cuda.core import LaunchConfig, launch
 
@@ -34,8 +37,6 @@ SOURCE = r"""
 
 using TileState = cub::ScanTileState<float>;     // per tile one 8-byte {status, float} word, after a warp of padding
 using Sum = ::cuda::std::plus<>;
-// how long a look-back waits between polls and before its first (ns): CUB's sm90_tuning for float scans
-using LookBackDelay = cub::detail::fixed_delay_constructor_t<688, 1140>;
 
 __global__ void init_tile_state(void* words, int tiles) {
     TileState state;
@@ -43,7 +44,7 @@ __global__ void init_tile_state(void* words, int tiles) {
     state.InitializeStatus(tiles);               // every tile "not yet", the padding "out of bounds"
 }
 
-template <typename T, int THREADS, int ITEMS>
+template <typename T, int THREADS, int ITEMS, typename LookBackDelay>
 __global__ void __launch_bounds__(THREADS) inclusive_scan(const T* __restrict__ x, float* __restrict__ y,
                                                           long long n, void* words) {
     constexpr int TILE = THREADS * ITEMS;
@@ -82,29 +83,31 @@ __global__ void __launch_bounds__(THREADS) inclusive_scan(const T* __restrict__ 
 """
 
 # cub/device/dispatch/tuning/tuning_scan.cuh (CCCL 3.0), sm90_tuning<float, plus>: 128 threads x 24 items,
-# warp-transposed load and store; AgentScan's accumulator is float32 for 16-bit inputs too, so the same tile.
+# warp-transposed load and store, and how long a look-back waits before its first poll and between polls
+# (1140 and 688 ns, where the grid has 500 tiles or more); AgentScan's accumulator is float32 for 16-bit
+# inputs too, so the same tile.
 THREADS, ITEMS = 128, 24
-TILE = THREADS * ITEMS
+LOOK_BACK_DELAY = "cub::detail::fixed_delay_constructor_t<688, 1140>"
 INIT_THREADS = 128            # dispatch_scan.cuh: INIT_KERNEL_THREADS
 STATE_PADDING = 32            # ScanTileState::TILE_STATUS_PADDING: words before tile 0 a first look-back window reads
 STATE_WORD_BYTES = 8          # ScanTileState<float>::TxnWord (uint2: status, value)
 
 
-def kernel_name(case):
-    return ("init_tile_state", f"inclusive_scan<{CXX_TYPE[case.dtype]}, {THREADS}, {ITEMS}>")
+def kernel_name(case, threads=THREADS, items=ITEMS, look_back_delay=LOOK_BACK_DELAY):
+    return ("init_tile_state", f"inclusive_scan<{CXX_TYPE[case.dtype]}, {threads}, {items}, {look_back_delay}>")
 
 
-def build(case, inputs, outputs, stream, variant=""):
+def build(case, inputs, outputs, stream, variant="", threads=THREADS, items=ITEMS, look_back_delay=LOOK_BACK_DELAY):
     import cupy                   # here, not at the top: an export (no GPU) imports this file without CuPy
     x, y = inputs["x"], outputs["y"]
     n = x.shape[0]
-    tiles = -(-n // TILE)
-    init_name, scan_name = kernel_name(case)
+    tiles = -(-n // (threads * items))
+    init_name, scan_name = kernel_name(case, threads, items, look_back_delay)
     code = compile_cubin(SOURCE, (init_name, scan_name), device_arch())
     init, scan = code.get_kernel(init_name), code.get_kernel(scan_name)
     words = cupy.empty((STATE_PADDING + tiles) * STATE_WORD_BYTES, dtype=cupy.uint8)
     init_config = LaunchConfig(grid=-(-tiles // INIT_THREADS), block=INIT_THREADS)
-    scan_config = LaunchConfig(grid=tiles, block=THREADS)
+    scan_config = LaunchConfig(grid=tiles, block=threads)
     init_args = (words.data.ptr, np.int32(tiles))
     scan_args = (x.data.ptr, y.data.ptr, np.int64(n), words.data.ptr)
 
