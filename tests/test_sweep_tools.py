@@ -52,7 +52,10 @@ def test_the_scan_sweeps_knobs_are_the_builds_keywords():
         if problem != "scan":
             continue
         tree = ast.parse(backends.source_path(backend, problem).read_text())
-        build = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "build")
+        functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+        build = functions["build"]
+        if build.args.kwarg:          # build(**knobs) hands them to knobs_of(), which names them
+            build = functions["knobs_of"]
         takes = {a.arg for a in build.args.args + build.args.kwonlyargs}
         for name in cases:
             knobs = make(problems.get(problem).case(name), "")
@@ -95,3 +98,34 @@ def test_nvrtcs_scan_sweep_candidates_compile():
     assert {k["look_back_delay"] for k in knobs} >= {scan.LOOK_BACK_DELAY}
     for k in knobs:
         assert len(bytes(compile_cubin(scan.SOURCE, scan.kernel_name(case, **k), "sm_90").code)) > 0, k
+
+
+def test_cute_dsls_scan_sweep_candidates_compile(tmp_path):
+    """Each tile and sleep the CuTe DSL scan sweep tries compiles for sm_90a without a GPU (in a
+    process of its own: the DSL reads its target at import)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl not installed (pip install '.[cute]')")
+    script = """
+import problems
+from backends import implementation
+from backends.cute_dsl import torch_to_device
+from problems.base import poison
+from tools.knob_sweep import CANDIDATES
+make, cases = CANDIDATES["cute_dsl", "scan"]
+spec = problems.get("scan")
+case = spec.case(cases[-1])
+inputs = {k: torch_to_device(v, case.dtype, "cpu") for k, v in spec.make_inputs(case, 0).items()}
+outputs = {k: torch_to_device(poison(s, dt), dt, "cpu") for k, (s, dt) in spec.output_spec(case).items()}
+for knobs in make(case, ""):
+    compiled, _ = implementation("cute_dsl", "scan").compile_case(case, inputs, outputs, "", "--keep-cubin", **knobs)
+    assert bytes(compiled.__cubin__), knobs
+print("compiled", len(make(case, "")))
+"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUTE_DSL_ARCH": "sm_90a", "CUTE_DSL_DUMP_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-2000:]

@@ -181,9 +181,9 @@ for step in "$@"; do
       bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;
     attention-sweep)  # Helion's attention configs (tiles, warps, stages, pointer or TMA loads), checked and timed
       timeout "${SWEEP_TIMEOUT:-400}" python -m tools.knob_sweep helion attention --variant fixed --out "$OUT/$step/helion" ;;
-    scan-sweep)       # the scans' knobs (the tile DSLs' tile and warps, nvrtc's look-back delay), checked and
+    scan-sweep)       # the scans' knobs (the tile DSLs' tile and warps, nvrtc's and CuTe DSL's look-back), checked and
                       # timed beside the copy (SWEEPS: which)
-      for tool in ${SWEEPS-triton helion tilelang cutile nvrtc}; do
+      for tool in ${SWEEPS-triton helion tilelang cutile nvrtc cute_dsl}; do
         with_site $tool timeout "${SWEEP_TIMEOUT:-240}" \
           python -m tools.knob_sweep $tool scan $([ $tool = helion ] && echo --variant fixed) --out "$OUT/$step/$tool"
       done ;;

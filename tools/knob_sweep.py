@@ -2,7 +2,8 @@
 tile, cluster, tile order; nvrtc elementwise: kernel shape; nvrtc[cutlass]: CUTLASS tile and
 cluster; cuTile GEMM: tile, hints, persistent, prefetch; cuTile attention: tile, hints, prefetch;
 Helion attention: its Config; the scans of Triton, Helion and TileLang (one pass): tile and warps,
-of cuTile (reduce-then-scan): tile; nvrtc's scan: CUB's look-back delay and tile):
+of cuTile (reduce-then-scan): tile; nvrtc's scan: CUB's look-back delay and tile; CuTe DSL's scan:
+tile and look-back sleep):
 each candidate built by the lab's Session on a bench case, checked against the float64 reference and
 timed cold beside the reference timed the same way in the same process (cuBLAS for GEMM, the 1 GiB
 copy for the rest: tools/sweep.py).
@@ -15,7 +16,7 @@ copy for the rest: tools/sweep.py).
     python -m tools.knob_sweep helion attention --variant fixed --out DIR
     python -m tools.knob_sweep triton scan --out DIR; python -m tools.knob_sweep helion scan --variant fixed --out DIR
     python -m tools.knob_sweep tilelang scan --out DIR; python -m tools.knob_sweep cutile scan --out DIR
-    python -m tools.knob_sweep nvrtc scan --out DIR
+    python -m tools.knob_sweep nvrtc scan --out DIR; python -m tools.knob_sweep cute_dsl scan --out DIR
 
 Writes DIR/sweep.json as it goes and prints a table per case, best first; winners go into the
 implementation's defaults by hand.
@@ -111,6 +112,14 @@ def cutile_scan(case, variant):
     return [{"tile": t} for t in (1024, 2048, 4096, 8192, 16384)]
 
 
+def cute_dsl_scan(case, variant):
+    """The CuTe DSL look-back scan's tile (threads x 128-bit vectors a thread) and its sleep between
+    polls of a window with an empty word: the default, without the sleep, then other tiles without it."""
+    tiles = ((256, 4), (128, 4), (128, 8), (256, 2), (256, 8), (512, 2), (512, 4))
+    return [{"threads": 256, "vectors_per_thread": 4, "sleep_ns": 100}] + \
+        [{"threads": t, "vectors_per_thread": v, "sleep_ns": 0} for t, v in tiles]
+
+
 def nvrtc_scan(case, variant):
     """CUB's look-back (nvrtc): the delay constructor (CUB's sm90 tuning sleeps 1140 ns before a tile's
     first poll and 688 between polls; cuda_coop's look-back, which reaches the copy, sleeps not at all)
@@ -144,6 +153,7 @@ CANDIDATES = {("cute_dsl", "gemm"): (cute_dsl_gemm, GEMM_CASES),
                                                            "4x32x4096x128-causal-bfloat16",
                                                            "16x16x1024x64-full-bfloat16")),
               ("nvrtc", "scan"): (nvrtc_scan, SCAN_CASES),
+              ("cute_dsl", "scan"): (cute_dsl_scan, SCAN_CASES),
               ("triton", "scan"): (one_pass_scan, SCAN_CASES),
               ("helion", "scan"): (one_pass_scan, SCAN_CASES),          # with --variant fixed
               ("tilelang", "scan"): (tilelang_scan, SCAN_CASES),
