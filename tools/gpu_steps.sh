@@ -179,8 +179,12 @@ for step in "$@"; do
         ${RESUME:+--resume} --out "$OUT/$step/part"
       run_profile "$OUT/$step/part/results.json"
       bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;
-    attention-sweep)  # Helion's attention configs (tiles, warps, stages, pointer or TMA loads), checked and timed
-      timeout "${SWEEP_TIMEOUT:-400}" python -m tools.knob_sweep helion attention --variant fixed --out "$OUT/$step/helion" ;;
+    attention-sweep)  # attention configs, checked and timed beside cuDNN (SWEEPS: which): Helion's (tiles, warps,
+                      # stages, pointer or TMA loads), JAX Pallas's Triton lowering (tiles, warps, stages)
+      for tool in ${SWEEPS-helion jax_pallas}; do
+        timeout "${SWEEP_TIMEOUT:-400}" python -m tools.knob_sweep $tool attention $([ $tool = helion ] && echo --variant fixed) \
+          --out "$OUT/$step/$tool"
+      done ;;
     scan-sweep)       # the scans' knobs (the tile DSLs' tile and warps, nvrtc's and CuTe DSL's look-back), checked and
                       # timed beside the copy (SWEEPS: which)
       for tool in ${SWEEPS-triton helion tilelang cutile nvrtc cute_dsl}; do

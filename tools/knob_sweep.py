@@ -1,9 +1,9 @@
 """Which knobs an implementation takes, for those whose build() takes keyword knobs (CuTe DSL GEMM:
 tile, cluster, tile order; nvrtc elementwise: kernel shape; nvrtc[cutlass]: CUTLASS tile and
 cluster; cuTile GEMM: tile, hints, persistent, prefetch; cuTile attention: tile, hints, prefetch;
-Helion attention: its Config; the scans of Triton, Helion and TileLang (one pass): tile and warps,
-of cuTile (reduce-then-scan): tile; nvrtc's scan: CUB's look-back delay and tile; CuTe DSL's scan:
-tile and look-back sleep):
+Helion attention: its Config; JAX Pallas attention (Triton lowering): tiles, warps, stages; the
+scans of Triton, Helion and TileLang (one pass): tile and warps, of cuTile (reduce-then-scan): tile;
+nvrtc's scan: CUB's look-back delay and tile; CuTe DSL's scan: tile and look-back sleep):
 each candidate built by the lab's Session on a bench case, checked against the float64 reference and
 timed cold beside the reference timed the same way in the same process (cuBLAS for GEMM, the 1 GiB
 copy for the rest: tools/sweep.py).
@@ -14,6 +14,7 @@ copy for the rest: tools/sweep.py).
     python -m tools.knob_sweep cutile gemm --out DIR; ... --variant tf32x3 --case 4096x4096x4096-float32
     python -m tools.knob_sweep cutile attention --out DIR
     python -m tools.knob_sweep helion attention --variant fixed --out DIR
+    python -m tools.knob_sweep jax_pallas attention --out DIR
     python -m tools.knob_sweep triton scan --out DIR; python -m tools.knob_sweep helion scan --variant fixed --out DIR
     python -m tools.knob_sweep tilelang scan --out DIR; python -m tools.knob_sweep cutile scan --out DIR
     python -m tools.knob_sweep nvrtc scan --out DIR; python -m tools.knob_sweep cute_dsl scan --out DIR
@@ -112,6 +113,13 @@ def cutile_scan(case, variant):
     return [{"tile": t} for t in (1024, 2048, 4096, 8192, 16384)]
 
 
+def jax_pallas_attention(case, variant):
+    """The Triton-lowered Pallas attention's (BM, BN, num_warps, num_stages): its op's default, then
+    the lab's earlier 64-key tiles and the neighbours of both."""
+    return [{"tiles": t} for t in ((128, 128, 8, 2), (128, 64, 8, 3), (128, 64, 4, 3), (128, 128, 4, 2),
+                                   (128, 128, 8, 3), (64, 64, 4, 3), (128, 32, 4, 3))]
+
+
 def cute_dsl_scan(case, variant):
     """The CuTe DSL look-back scan's tile (threads x 128-bit vectors a thread) and its sleep between
     polls of a window with an empty word: the default, without the sleep, then other tiles without it."""
@@ -149,6 +157,9 @@ CANDIDATES = {("cute_dsl", "gemm"): (cute_dsl_gemm, GEMM_CASES),
                                                            "1x16x16384x128-causal-bfloat16")),
               ("nvrtc", "elementwise"): (nvrtc_elementwise, ("268435456-float32", "268435456-float16",
                                                              "268435456-bfloat16")),
+              ("jax_pallas", "attention"): (jax_pallas_attention, ("4x32x4096x128-full-bfloat16",
+                                                                   "4x32x4096x128-causal-bfloat16",
+                                                                   "16x16x1024x64-full-bfloat16")),
               ("helion", "attention"): (helion_attention, ("4x32x4096x128-full-bfloat16",       # --variant fixed
                                                            "4x32x4096x128-causal-bfloat16",
                                                            "16x16x1024x64-full-bfloat16")),

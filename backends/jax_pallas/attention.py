@@ -1,7 +1,11 @@
-"""Attention forward in Pallas. Default variant, Triton lowering, as Pallas's GPU attention op is
-written: a program per (block of queries, batch x head), a fori_loop over blocks of keys with an online
-softmax (running maximum and sum in float32), P cast to V's dtype for the second jnp.dot; a causal
-program stops after its diagonal block. Partial blocks are masked on load and store.
+"""Attention forward in Pallas. Default variant, Triton lowering, as Pallas's GPU attention op
+(ops/gpu/attention.py) is written: a program per (block of queries, batch x head), a fori_loop over
+blocks of keys with an online softmax in base 2 (the scale 1/sqrt(D) times log2(e) folded into the
+scores, exp2; running maximum and sum in float32), P cast to V's dtype for the second jnp.dot, and the
+op's tiles (128 x 128; 8 warps at head dim 128, 4 below; 2 stages). Masks only where a block needs one:
+the key blocks wholly before a program's first query (causal), or wholly inside the sequence, run
+unmasked in one loop; the rest (the diagonal band, the partial last block) in a second, masked loop,
+which the causal program ends at its diagonal. Partial query blocks are masked on load and store.
 
 mosaic_gpu (Hopper: TMA, wgmma, warp specialisation), in the structure of Pallas's FlashAttention-3
 example (ops/gpu/attention_mgpu.py), written for the lab's problem:
@@ -67,10 +71,11 @@ def supports(case, variant=""):
 
 
 def config(head_dim):
-    """(BM, BN, num_warps, num_stages)."""
+    """(BM, BN, num_warps, num_stages): ops/gpu/attention.py's BlockSizes.get_default() and mha()'s
+    num_warps and num_stages."""
     if interpreted():
         return 16, 16, 4, 1
-    return (128, 64, 8, 3) if head_dim >= 128 else (128, 64, 4, 3)
+    return (128, 128, 8, 2) if head_dim > 64 else (128, 128, 4, 2)
 
 
 def attention_triton(q_ref, k_ref, v_ref, o_ref, *, bm, bn, causal):
@@ -79,28 +84,33 @@ def attention_triton(q_ref, k_ref, v_ref, o_ref, *, bm, bn, causal):
     head, start = pl.program_id(1), pl.program_id(0) * bm
     rows = start + jnp.arange(bm)
     q = plgpu.load(q_ref.at[head, pl.ds(start, bm), :], mask=(rows < seq)[:, None], other=0.0)
-    scale = 1.0 / math.sqrt(head_dim)
+    scale = LOG2E / math.sqrt(head_dim)          # scores in base-2 units: exp(x) = exp2(x * log2(e))
 
-    def step(j, carry):
+    def step(j, carry, masked):
         m_i, l_i, acc = carry
         keys = j * bn + jnp.arange(bn)
-        k = plgpu.load(k_ref.at[head, pl.ds(j * bn, bn), :], mask=(keys < seq)[:, None], other=0.0)
-        v = plgpu.load(v_ref.at[head, pl.ds(j * bn, bn), :], mask=(keys < seq)[:, None], other=0.0)
+        inside = (keys < seq)[:, None] if masked else None
+        k = plgpu.load(k_ref.at[head, pl.ds(j * bn, bn), :], mask=inside, other=0.0 if masked else None)
         s = jnp.dot(q, k.T, preferred_element_type=jnp.float32) * scale
-        keep = (keys < seq)[None, :]
-        if causal:
-            keep = keep & (keys[None, :] <= rows[:, None])
-        s = jnp.where(keep, s, -jnp.inf)
+        if masked:
+            keep = (keys < seq)[None, :]
+            if causal:
+                keep = keep & (keys[None, :] <= rows[:, None])
+            s = jnp.where(keep, s, -jnp.inf)
         m_new = jnp.maximum(m_i, s.max(axis=1))
-        alpha = jnp.exp(m_i - m_new)
-        p = jnp.exp(s - m_new[:, None])
+        alpha = jnp.exp2(m_i - m_new)
+        p = jnp.exp2(s - m_new[:, None])
+        v = plgpu.load(v_ref.at[head, pl.ds(j * bn, bn), :], mask=inside, other=0.0 if masked else None)
         acc = acc * alpha[:, None] + jnp.dot(p.astype(v.dtype), v, preferred_element_type=jnp.float32)
         return m_new, l_i * alpha + p.sum(axis=1), acc
 
-    blocks = pl.cdiv(jnp.minimum(seq, start + bm), bn) if causal else pl.cdiv(seq, bn)
+    # key blocks [0, whole) need no mask: inside the sequence, and (causal) before the first query
+    whole = jnp.minimum(seq, start) // bn if causal else seq // bn
+    end = pl.cdiv(jnp.minimum(seq, start + bm), bn) if causal else pl.cdiv(seq, bn)
     init = (jnp.full((bm,), -jnp.inf, jnp.float32), jnp.zeros((bm,), jnp.float32),
             jnp.zeros((bm, head_dim), jnp.float32))
-    _, l_i, acc = lax.fori_loop(0, blocks, step, init)
+    carry = lax.fori_loop(0, whole, functools.partial(step, masked=False), init)
+    _, l_i, acc = lax.fori_loop(whole, end, functools.partial(step, masked=True), carry)
     plgpu.store(o_ref.at[head, pl.ds(start, bm), :], (acc / l_i[:, None]).astype(o_ref.dtype),
                 mask=(rows < seq)[:, None])
 
@@ -272,12 +282,12 @@ def attention_mosaic(q, k, v, *, causal, variant):
     return o.reshape(q.shape)
 
 
-def attention(q, k, v, *, causal, variant):
+def attention(q, k, v, *, causal, variant, tiles=None):
     if variant == "mosaic_gpu":
         return attention_mosaic(q, k, v, causal=causal, variant=variant)
     from jax.experimental.pallas import triton as plgpu
     b, h, seq, head_dim = q.shape
-    bm, bn, warps, stages = config(head_dim)
+    bm, bn, warps, stages = tiles or config(head_dim)
     q3, k3, v3 = (x.reshape(b * h, seq, head_dim) for x in (q, k, v))
     o = pl.pallas_call(
         functools.partial(attention_triton, bm=bm, bn=bn, causal=causal),
@@ -294,6 +304,7 @@ def specs(case):
     return fn, [jax.ShapeDtypeStruct(shape, jax_dtype(case.dtype))] * 3
 
 
-def build(case, inputs, outputs, stream, variant=""):
-    fn = functools.partial(attention, causal=bool(case.shape["causal"]), variant=variant)
+def build(case, inputs, outputs, stream, variant="", tiles=None):
+    """`tiles`: (BM, BN, num_warps, num_stages) for the Triton lowering, config()'s unless given."""
+    fn = functools.partial(attention, causal=bool(case.shape["causal"]), variant=variant, tiles=tiles)
     return compiled_call(fn, "o", inputs["q"], inputs["k"], inputs["v"])
