@@ -18,7 +18,7 @@ def cpu_only(monkeypatch):
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
 
 
-@pytest.mark.parametrize("problem", ["elementwise", "segreduce", "gemm", "attention"])
+@pytest.mark.parametrize("problem", ["elementwise", "segreduce", "gemm", "attention", "scan"])
 @pytest.mark.parametrize("variant", ["", "mosaic_gpu"])
 def test_every_case_lowers_for_h100(problem, variant):
     import backends
@@ -105,3 +105,25 @@ def test_mosaic_gpu_attention_takes_whole_8_row_tiles():
         assert "8-row" in supports(_case("test", 1, 1, s, 64, 1, "bfloat16"), "mosaic_gpu")
     assert supports(_case("test", 1, 1, 1000, 128, 0, "float16"), "mosaic_gpu") is None
     assert supports(_case("test", 1, 1, 17, 64, 1, "bfloat16"), "") is None
+
+
+@pytest.mark.parametrize("name", ["1-float32", "1000-float32", "4097-float16", "1048579-bfloat16"])
+def test_one_pass_scan_in_the_interpreter(monkeypatch, name):
+    """The look-back scan (build's one_pass, a knob_sweep candidate beside the default two passes)
+    in Pallas's interpreter, through the sweep's own build-and-check: the interpreter runs the
+    programs one by one in ticket order, so each finds its predecessor's prefix; the waits and the
+    windows further back are the GPU's to exercise."""
+    monkeypatch.setenv("WAYS_PALLAS_INTERPRET", "1")
+    import problems
+    from harness.run.session import Session
+    from tools.sweep import build_and_check
+    s, prob = Session("jax_pallas", ""), problems.get("scan")
+    case = prob.case(name)
+    build_and_check(s, "scan", case, s.arrays(prob, case, 0), {"one_pass": True, "block": 256})
+
+
+def test_one_pass_scan_lowers_for_h100():
+    """The look-back scan's atomics, spin loop and volatile loads lower to Triton IR for every case."""
+    from backends.jax_pallas import lower_for_h100
+    for case in problems.get("scan").cases():
+        assert "__gpu$xla.gpu.triton" in lower_for_h100("scan", case, "", one_pass=True).as_text()

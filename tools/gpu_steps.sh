@@ -187,7 +187,7 @@ for step in "$@"; do
       done ;;
     scan-sweep)       # the scans' knobs (the tile DSLs' tile and warps, nvrtc's and CuTe DSL's look-back), checked and
                       # timed beside the copy (SWEEPS: which)
-      for tool in ${SWEEPS-triton helion tilelang cutile nvrtc cute_dsl}; do
+      for tool in ${SWEEPS-triton helion tilelang cutile nvrtc cute_dsl jax_pallas}; do
         with_site $tool timeout "${SWEEP_TIMEOUT:-240}" \
           python -m tools.knob_sweep $tool scan $([ $tool = helion ] && echo --variant fixed) --out "$OUT/$step/$tool"
       done ;;

@@ -3,7 +3,8 @@ tile, cluster, tile order; nvrtc elementwise: kernel shape; nvrtc[cutlass]: CUTL
 cluster; cuTile GEMM: tile, hints, persistent, prefetch; cuTile attention: tile, hints, prefetch;
 Helion attention: its Config; JAX Pallas attention (Triton lowering): tiles, warps, stages; the
 scans of Triton, Helion and TileLang (one pass): tile and warps, of cuTile (reduce-then-scan): tile;
-nvrtc's scan: CUB's look-back delay and tile; CuTe DSL's scan: tile and look-back sleep):
+nvrtc's scan: CUB's look-back delay and tile; CuTe DSL's scan: tile and look-back sleep; JAX Pallas's
+scan: two passes or one, tile and warps):
 each candidate built by the lab's Session on a bench case, checked against the float64 reference and
 timed cold beside the reference timed the same way in the same process (cuBLAS for GEMM, the 1 GiB
 copy for the rest: tools/sweep.py).
@@ -18,6 +19,7 @@ copy for the rest: tools/sweep.py).
     python -m tools.knob_sweep triton scan --out DIR; python -m tools.knob_sweep helion scan --variant fixed --out DIR
     python -m tools.knob_sweep tilelang scan --out DIR; python -m tools.knob_sweep cutile scan --out DIR
     python -m tools.knob_sweep nvrtc scan --out DIR; python -m tools.knob_sweep cute_dsl scan --out DIR
+    python -m tools.knob_sweep jax_pallas scan --out DIR
 
 Writes DIR/sweep.json as it goes and prints a table per case, best first; winners go into the
 implementation's defaults by hand.
@@ -120,6 +122,12 @@ def jax_pallas_attention(case, variant):
                                    (128, 128, 8, 3), (64, 64, 4, 3), (128, 32, 4, 3))]
 
 
+def jax_pallas_scan(case, variant):
+    """Pallas's reduce-then-scan (the default) against its one-pass look-back: tile and warps."""
+    return [{"one_pass": False}] + [{"one_pass": True, "block": b, "warps": w} for b in (4096, 8192, 16384)
+                                    for w in (4, 8)]
+
+
 def cute_dsl_scan(case, variant):
     """The CuTe DSL look-back scan's tile (threads x 128-bit vectors a thread) and its sleep between
     polls of a window with an empty word: the default, without the sleep, then other tiles without it."""
@@ -165,6 +173,7 @@ CANDIDATES = {("cute_dsl", "gemm"): (cute_dsl_gemm, GEMM_CASES),
                                                            "16x16x1024x64-full-bfloat16")),
               ("nvrtc", "scan"): (nvrtc_scan, SCAN_CASES),
               ("cute_dsl", "scan"): (cute_dsl_scan, SCAN_CASES),
+              ("jax_pallas", "scan"): (jax_pallas_scan, SCAN_CASES),
               ("triton", "scan"): (one_pass_scan, SCAN_CASES),
               ("helion", "scan"): (one_pass_scan, SCAN_CASES),          # with --variant fixed
               ("tilelang", "scan"): (tilelang_scan, SCAN_CASES),

@@ -107,10 +107,11 @@ def jax_dtype(name: str):
 H100 = ("NVIDIA H100 80GB HBM3", 132)      # what export() lowers for: device kind, SM count
 
 
-def lower_for_h100(problem: str, case, variant: str):
-    """The case's jitted function lowered for an abstract H100 on a machine without one: Pallas runs
-    its whole lowering (Triton IR for the default variant, Mosaic GPU's MLIR for mosaic_gpu) into a
-    StableHLO module. XLA's compile of that module to a cubin needs the CUDA plugin and a GPU."""
+def lower_for_h100(problem: str, case, variant: str, **options):
+    """The case's jitted function (given `options`, a build's keywords) lowered for an abstract H100 on
+    a machine without one: Pallas runs its whole lowering (Triton IR for the default variant, Mosaic
+    GPU's MLIR for mosaic_gpu) into a StableHLO module. XLA's compile of that module to a cubin needs
+    the CUDA plugin and a GPU."""
     import functools
     import importlib
 
@@ -119,7 +120,8 @@ def lower_for_h100(problem: str, case, variant: str):
     fn, specs = importlib.import_module(f"{__name__}.{problem}").specs(case)
     mesh = AbstractMesh((), (), abstract_device=AbstractDevice(device_kind=H100[0], num_cores=H100[1], platform="gpu"))
     with jax.sharding.use_abstract_mesh(mesh):
-        return jax.jit(functools.partial(fn, variant=variant)).trace(*specs).lower(lowering_platforms=("cuda",))
+        traced = jax.jit(functools.partial(fn, variant=variant, **options)).trace(*specs)
+        return traced.lower(lowering_platforms=("cuda",))
 
 
 BACKEND = JaxPallas()
