@@ -138,7 +138,7 @@ def cute_dsl_scan(case, variant):
 
 def nvrtc_scan(case, variant):
     """CUB's look-back (nvrtc): the delay constructor (CUB's sm90 tuning sleeps 1140 ns before a tile's
-    first poll and 688 between polls; cuda_coop's look-back, which reaches the copy, sleeps not at all)
+    first poll and 688 between polls; cuda_coop's look-back, at 95% of the copy on the H100, sleeps not at all)
     at CUB's 128 x 24 tile, then two other tiles without delays."""
     fixed, none = "cub::detail::fixed_delay_constructor_t<{}, {}>", "cub::detail::no_delay_constructor_t<{}>"
     delays = (fixed.format(688, 1140), fixed.format(350, 0), none.format(1140), none.format(0))

@@ -7,8 +7,8 @@ blocks before the diagonal (causal) or the sequence's end take no mask and the r
 blocks, the last partial block) are masked in the scores; a causal program stops after its diagonal.
 The loop is warp-specialised on Hopper (producer warps issue the loads) where the tutorial's benchmark
 uses it, the non-causal case, when no key block is partial (Triton 3.6's warp-specialisation pass fails
-on the kernel with a second, masked loop); the block shapes are autotuned over Hopper candidates of the
-tutorial's."""
+on the kernel with a second, masked loop); the block shapes, stages and warps are autotuned over the
+tutorial's space, pruned as it prunes."""
 import math
 
 import torch
@@ -23,11 +23,21 @@ MAX_BLOCK_N = 128            # the widest key block a config takes
 
 
 def configs():
+    """The tutorial's autotuning space: query blocks of 64 or 128, key blocks of 32 to 128, 2 to 4
+    stages, 4 or 8 warps (8 only for 128 x 128 tiles, the tutorial's rule on Hopper)."""
     if interpreted():                    # the interpreter runs one small config, no tuning
         return [triton.Config({"BM": 32, "BN": 32}, num_warps=4, num_stages=1)]
     return [triton.Config({"BM": bm, "BN": bn}, num_warps=w, num_stages=s)
-            for bm, bn, w, s in ((128, 128, 8, 2), (128, 64, 8, 3), (128, 64, 4, 3), (128, 128, 4, 2),
-                                 (64, 64, 4, 3))]
+            for bm in (64, 128) for bn in (32, 64, 128) for s in (2, 3, 4) for w in (4, 8)
+            if w == 4 or bm * bn >= 128 * 128]
+
+
+def prune(configs, named_args, **kwargs):
+    """As the tutorial prunes: no query block longer than the sequence, and, causal, no key block wider
+    than the query block (the diagonal band is one query block)."""
+    seq = named_args["seq"]
+    return [c for c in configs if c.kwargs["BM"] <= max(seq, 64)
+            and (c.kwargs["BM"] >= c.kwargs["BN"] or not kwargs["CAUSAL"])]
 
 
 @triton.jit
@@ -60,7 +70,7 @@ def attend(acc, l_i, m_i, q, k_desc, v_desc, rows, lo, hi, seq, qk_scale, CAUSAL
     return acc, l_i, m_i
 
 
-@triton.autotune(configs=configs(), key=["seq", "HEAD_DIM", "CAUSAL"])
+@triton.autotune(configs=configs(), key=["seq", "HEAD_DIM", "CAUSAL"], prune_configs_by={"early_config_prune": prune})
 @triton.jit
 def attention_fwd(q_ptr, k_ptr, v_ptr, o_ptr, seq, qk_scale, CAUSAL: tl.constexpr, HEAD_DIM: tl.constexpr,
                   WARP_SPECIALIZE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
