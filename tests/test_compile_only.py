@@ -61,3 +61,17 @@ def test_compiles_ahead_of_time_without_a_gpu(tmp_path, backend, problem):
     assert all("sm_90" in r["reason"] and "not run" in r["reason"] and r["build_s"] > 0 for r in rows)
     comp = rows[0]["compile"]
     assert comp["ahead_of_time"] and comp["cold_s"] > 0 and comp["warm_s"] > 0 and comp["first_call_s"] is None
+
+
+def test_cutiles_one_pass_scan_compiles_for_sm90():
+    """cuTile's windowed look-back scan (build's one_pass, a sweep candidate) compiles for the H100."""
+    pytest.importorskip("cuda.tile", reason="cuda-tile not installed (pip install '.[cutile-aot]')")
+    missing = TOOLCHAIN["cutile"]()
+    if missing:
+        pytest.skip(missing)
+    from backends.cutile import array_param, cubin
+    from backends.cutile.scan import TILE, WINDOW, look_back_scan
+    n = 2**20 + 3
+    words = 1 + WINDOW + -(-n // TILE)
+    params = [array_param("bfloat16", (n,)), array_param("float32", (n,)), array_param("int64", (words,)), TILE]
+    assert cubin(look_back_scan, params, "sm_90")

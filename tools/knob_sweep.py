@@ -111,8 +111,10 @@ def tilelang_scan(case, variant):
 
 
 def cutile_scan(case, variant):
-    """cuTile's reduce-then-scan: the elements a block sums, then scans."""
-    return [{"tile": t} for t in (1024, 2048, 4096, 8192, 16384)]
+    """cuTile's reduce-then-scan: the elements a block sums, then scans; last (an earlier one-pass try
+    did not finish on the GPU), its windowed one-pass look-back."""
+    return [{"tile": t} for t in (1024, 2048, 4096, 8192, 16384)] + \
+        [{"tile": t, "one_pass": True} for t in (4096, 8192)]
 
 
 def jax_pallas_attention(case, variant):

@@ -88,8 +88,9 @@ def array_param(dtype: str, shape: tuple[int, ...]):
     """A contiguous row-major array of this shape, with the facts cuTile's JIT infers from a real one
     (16-byte aligned base; which strides and extents divide by 16 bytes / 16 elements)."""
     import cuda.tile as ct
+    import numpy as np
     from cuda.tile.compilation import ArrayConstraint
-    itemsize = DTYPES[dtype].itemsize
+    itemsize = DTYPES[dtype].itemsize if dtype in DTYPES else np.dtype(dtype).itemsize    # (int64: state words)
     strides = [1] * len(shape)
     for d in range(len(shape) - 2, -1, -1):
         strides[d] = strides[d + 1] * shape[d + 1]
