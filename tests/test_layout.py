@@ -95,3 +95,21 @@ def test_no_import_cycle_in_the_harness():
 
     for n in sorted(graph):
         visit(n)
+
+
+def test_no_session_or_issue_numbers_in_names_code_or_docs():
+    """Names say what things are: no work session, issue or stop numbers in a tracked file's path, in
+    code or in a doc (results files aside: they record what they record)."""
+    import re
+    import subprocess
+    numbered = re.compile(r"\b(session|issue|stop) ?#?\d+\b", re.IGNORECASE)
+    try:
+        tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    paths = tracked.split()
+    assert not [p for p in paths if re.search(r"(session|issue)[-_ ]?\d", p, re.IGNORECASE)]
+    texts = [p for p in paths if p.endswith((".py", ".md", ".sh", ".toml", ".txt", ".cfg")) or "/" not in p]
+    found = [(p, m.group(0)) for p in texts if (ROOT / p).is_file()
+             for m in numbered.finditer((ROOT / p).read_text(errors="replace"))]
+    assert not found, found[:10]
