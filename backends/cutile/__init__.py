@@ -38,26 +38,6 @@ class CuTile(TorchArrays, Backend):
     def stream(self, handle):
         return handle or 0           # ct.launch takes a raw CUstream; 0 is the legacy default stream
 
-    def export(self, problem, case):
-        """The case's kernel compiled ahead of time for aot_target, as the JIT would build it for
-        arrays of the case's shapes (same constants, same alignment facts)."""
-        import cuda.tile as ct
-        from cuda.tile.compilation import ScalarConstraint
-
-        from backends import implementation
-        module, s, dt = implementation(self.name, problem), case.shape, case.dtype
-        if hasattr(module, "export"):         # the implementation file compiles its own kernels
-            return super().export(problem, case)
-        if problem == "elementwise":
-            kernel, params = module.axpy, [*[array_param(dt, (s["n"],))] * 3, ScalarConstraint(ct.float32), module.TILE]
-        elif problem == "segreduce":
-            rows, cols = module.tile_shape(s["cols"])
-            x = array_param(dt, (s["rows"], s["cols"]))
-            kernel, params = module.row_sum, [x, array_param("float32", (s["rows"],)), rows, cols]
-        else:
-            return gemm_cubin(dt, s["M"], s["N"], s["K"], self.variant, self.aot_target)
-        return cubin(kernel, params, self.aot_target)
-
 
 def cubin(kernel, params: list, gpu_code: str) -> bytes:
     """`kernel` compiled ahead of time for `gpu_code` (e.g. "sm_90") with these parameters."""
@@ -68,13 +48,6 @@ def cubin(kernel, params: list, gpu_code: str) -> bytes:
     export_kernel(kernel, [KernelSignature(params, CallingConvention.cutile_python_v1())], out,
                   gpu_code=gpu_code, output_format="cubin")
     return out.getvalue()
-
-
-def gemm_cubin(dtype: str, m: int, n: int, k: int, variant: str, gpu_code: str, **knobs) -> bytes:
-    """The GEMM kernel for an m x k x n case, with backends/cutile/gemm.py's plan (or the knobs given)."""
-    from backends import implementation
-    kernel, _, consts = implementation("cutile", "gemm").launch_plan(dtype, m, n, 1, variant, **knobs)
-    return cubin(kernel, [*(array_param(dtype, shape) for shape in ((m, k), (k, n), (m, n))), *consts], gpu_code)
 
 
 def compile_on_scratch(stream, grid, kernel, args):

@@ -3,7 +3,7 @@ block, computed in float32; the last, partial tile reads zeros and its store is 
 import cuda.tile as ct
 import torch
 
-from backends.cutile import compile_on_scratch
+from backends.cutile import array_param, compile_on_scratch, cubin
 
 TILE = 1024
 
@@ -25,3 +25,10 @@ def build(case, inputs, outputs, stream, variant=""):
         ct.launch(stream, grid, axpy, (x, y, z, float(inputs["alpha"]), TILE))
 
     return run
+
+
+def export(case, variant, target):
+    """The kernel compiled ahead of time for `target` (no GPU), as the JIT would specialise it."""
+    from cuda.tile.compilation import ScalarConstraint
+    x = array_param(case.dtype, (case.shape["n"],))
+    return cubin(axpy, [x, x, x, ScalarConstraint(ct.float32), TILE], target)

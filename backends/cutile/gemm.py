@@ -96,3 +96,11 @@ def build(case, inputs, outputs, stream, variant="", **knobs):
         ct.launch(stream, grid, kernel, (a, b, c, *consts))
 
     return run
+
+
+def export(case, variant, target, **knobs):
+    """The kernel of the case's plan (or of the knobs given) compiled ahead of time for `target`."""
+    from backends.cutile import array_param, cubin
+    m, n, k = (case.shape[d] for d in "MNK")
+    kernel, _, consts = launch_plan(case.dtype, m, n, 1, variant, **knobs)
+    return cubin(kernel, [*(array_param(case.dtype, shape) for shape in ((m, k), (k, n), (m, n))), *consts], target)

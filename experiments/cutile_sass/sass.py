@@ -33,8 +33,10 @@ def nvdisasm() -> str:
 
 
 def cubin(dtype: str, variant: str, knobs: dict, size: int = 4096) -> bytes:
-    from backends.cutile import gemm_cubin
-    return gemm_cubin(dtype, size, size, size, variant, "sm_90", **knobs)
+    import problems
+    from backends import implementation
+    case = problems.get("gemm").custom_case({"M": size, "N": size, "K": size}, dtype)
+    return implementation("cutile", "gemm").export(case, variant, "sm_90", **knobs)
 
 
 def counts(binary: bytes) -> dict:
