@@ -41,15 +41,15 @@ def test_pct_of_reference():
 
 
 def test_the_scan_sweeps_knobs_are_the_builds_keywords():
-    """Every knob a scan's sweep (and JAX Pallas's attention sweep) tries is a keyword its build()
-    takes (read from the source: nothing imported), and the sweep names real bench cases."""
+    """Every knob a scan's sweep (and JAX Pallas's and nvrtc's attention sweeps) tries is a keyword its
+    build() takes (read from the source: nothing imported), and the sweep names real bench cases."""
     import ast
 
     import backends
     import problems
     from tools.knob_sweep import CANDIDATES
     for (backend, problem), (make, cases) in CANDIDATES.items():
-        if problem != "scan" and (backend, problem) != ("jax_pallas", "attention"):
+        if problem != "scan" and (backend, problem) not in {("jax_pallas", "attention"), ("nvrtc", "attention")}:
             continue
         tree = ast.parse(backends.source_path(backend, problem).read_text())
         functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -83,21 +83,26 @@ def test_helions_attention_sweep_builds_configs_its_build_takes():
         assert json.loads(json.dumps(shown(knobs[0])))["config"]["block_sizes"] == [128, 64, 64][:sizes]
 
 
-def test_nvrtcs_scan_sweep_candidates_compile():
-    """Each look-back delay and tile the nvrtc scan sweep tries is a kernel NVRTC compiles (for sm_90,
-    no GPU needed), so a sweep on the GPU node spends its time timing, not failing builds."""
+@pytest.mark.parametrize("problem", ["scan", "attention"])
+def test_nvrtcs_sweep_candidates_compile(problem):
+    """Each candidate the nvrtc scan and attention sweeps try (look-back delays and tiles; attention
+    tiles) is a kernel NVRTC compiles for the H100 (no GPU needed), the default among them, so a sweep
+    on the GPU node spends its time timing, not failing builds."""
     from tests.test_compile_only import nvrtc_library
     missing = nvrtc_library()
     if missing:
         pytest.skip(missing)
-    from backends.nvrtc import compile_cubin, scan
+    from backends import implementation
+    from backends.nvrtc import compile_cubin
     from tools.knob_sweep import CANDIDATES
-    make, cases = CANDIDATES["nvrtc", "scan"]
-    case = problems.get("scan").case(cases[1])
-    knobs = make(case, "")
-    assert {k["look_back_delay"] for k in knobs} >= {scan.LOOK_BACK_DELAY}
-    for k in knobs:
-        assert len(bytes(compile_cubin(scan.SOURCE, scan.kernel_name(case, **k), "sm_90").code)) > 0, k
+    module = implementation("nvrtc", problem)
+    make, cases = CANDIDATES["nvrtc", problem]
+    for name in dict.fromkeys(cases):
+        case = problems.get(problem).case(name)
+        names = [module.kernel_name(case, **k) for k in make(case, "")]
+        assert module.kernel_name(case) in names, name
+        for kernel in dict.fromkeys(names):
+            assert len(bytes(compile_cubin(module.SOURCE, kernel, "sm_90a").code)) > 0, kernel
 
 
 def test_cute_dsls_scan_sweep_candidates_compile(tmp_path):

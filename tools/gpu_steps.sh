@@ -180,8 +180,8 @@ for step in "$@"; do
       run_profile "$OUT/$step/part/results.json"
       bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;
     attention-sweep)  # attention configs, checked and timed beside cuDNN (SWEEPS: which): Helion's (tiles, warps,
-                      # stages, pointer or TMA loads), JAX Pallas's Triton lowering (tiles, warps, stages)
-      for tool in ${SWEEPS-helion jax_pallas}; do
+                      # stages, pointer or TMA loads), JAX Pallas's Triton lowering (tiles, warps, stages), nvrtc's tiles
+      for tool in ${SWEEPS-helion jax_pallas nvrtc}; do
         timeout "${SWEEP_TIMEOUT:-400}" python -m tools.knob_sweep $tool attention $([ $tool = helion ] && echo --variant fixed) \
           --out "$OUT/$step/$tool"
       done ;;

@@ -1,7 +1,8 @@
 """Which knobs an implementation takes, for those whose build() takes keyword knobs (CuTe DSL GEMM:
 tile, cluster, tile order; nvrtc elementwise: kernel shape; nvrtc[cutlass]: CUTLASS tile and
 cluster; cuTile GEMM: tile, hints, persistent, prefetch; cuTile attention: tile, hints, prefetch;
-Helion attention: its Config; JAX Pallas attention (Triton lowering): tiles, warps, stages; the
+Helion attention: its Config; JAX Pallas attention (Triton lowering): tiles, warps, stages; nvrtc
+attention: tiles and Q in registers; the
 scans of Triton, Helion and TileLang (one pass): tile and warps, of cuTile (reduce-then-scan): tile;
 nvrtc's scan: CUB's look-back delay and tile; CuTe DSL's scan: tile and look-back sleep; JAX Pallas's
 scan: two passes or one, tile and warps):
@@ -15,7 +16,7 @@ copy for the rest: tools/sweep.py).
     python -m tools.knob_sweep cutile gemm --out DIR; ... --variant tf32x3 --case 4096x4096x4096-float32
     python -m tools.knob_sweep cutile attention --out DIR
     python -m tools.knob_sweep helion attention --variant fixed --out DIR
-    python -m tools.knob_sweep jax_pallas attention --out DIR
+    python -m tools.knob_sweep jax_pallas attention --out DIR; python -m tools.knob_sweep nvrtc attention --out DIR
     python -m tools.knob_sweep triton scan --out DIR; python -m tools.knob_sweep helion scan --variant fixed --out DIR
     python -m tools.knob_sweep tilelang scan --out DIR; python -m tools.knob_sweep cutile scan --out DIR
     python -m tools.knob_sweep nvrtc scan --out DIR; python -m tools.knob_sweep cute_dsl scan --out DIR
@@ -117,6 +118,16 @@ def cutile_scan(case, variant):
         [{"tile": t, "one_pass": True} for t in (4096, 8192)]
 
 
+def nvrtc_attention(case, variant):
+    """The CUDA C++ FlashAttention-2 kernel's tiles (warps of 32 query rows, keys a block) and whether Q
+    stays in registers: FlashAttention-2's tiles first, then their neighbours (2 warps do not take D 128)."""
+    if case.shape["D"] > 64:
+        tiles = ((4, 64, False), (4, 64, True), (4, 32, False), (4, 32, True), (8, 64, False), (8, 32, False))
+    else:
+        tiles = ((4, 128, False), (4, 128, True), (4, 64, False), (8, 128, False), (8, 64, False), (2, 128, False))
+    return [{"warps": w, "block_m": 32 * w, "block_n": n, "q_regs": q} for w, n, q in tiles]
+
+
 def jax_pallas_attention(case, variant):
     """The Triton-lowered Pallas attention's (BM, BN, num_warps, num_stages): its op's default, then
     the lab's earlier 64-key tiles and the neighbours of both."""
@@ -167,6 +178,9 @@ CANDIDATES = {("cute_dsl", "gemm"): (cute_dsl_gemm, GEMM_CASES),
                                                            "1x16x16384x128-causal-bfloat16")),
               ("nvrtc", "elementwise"): (nvrtc_elementwise, ("268435456-float32", "268435456-float16",
                                                              "268435456-bfloat16")),
+              ("nvrtc", "attention"): (nvrtc_attention, ("4x32x4096x128-full-bfloat16",
+                                                         "4x32x4096x128-causal-bfloat16",
+                                                         "16x16x1024x64-full-bfloat16")),
               ("jax_pallas", "attention"): (jax_pallas_attention, ("4x32x4096x128-full-bfloat16",
                                                                    "4x32x4096x128-causal-bfloat16",
                                                                    "16x16x1024x64-full-bfloat16")),
