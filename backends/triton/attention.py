@@ -20,6 +20,7 @@ from backends.triton import interpreted
 
 LOG2E = 1.4426950408889634
 MAX_BLOCK_N = 128            # the widest key block a config takes
+TUNED_SEQ = 1024             # sequences from this length up are autotuned (every bench case)
 
 
 def configs():
@@ -34,10 +35,12 @@ def configs():
 
 def prune(configs, named_args, **kwargs):
     """As the tutorial prunes: no query block longer than the sequence, and, causal, no key block wider
-    than the query block (the diagonal band is one query block)."""
+    than the query block (the diagonal band is one query block). Below TUNED_SEQ keys the first config
+    that is left: a kernel of microseconds, whose timings would choose nothing."""
     seq = named_args["seq"]
-    return [c for c in configs if c.kwargs["BM"] <= max(seq, 64)
+    kept = [c for c in configs if c.kwargs["BM"] <= max(seq, 64)
             and (c.kwargs["BM"] >= c.kwargs["BN"] or not kwargs["CAUSAL"])]
+    return kept if seq >= TUNED_SEQ else kept[:1]
 
 
 @triton.jit
