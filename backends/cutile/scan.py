@@ -12,7 +12,7 @@ tile's sum in one int64 word (the float32's bits over a status: 1 sum, 2 inclusi
 ct.atomic_xchg, then reads its predecessors' words WINDOW at a time with an atomic add of zeros (a
 read that cannot be cached or hoisted), adds up to the nearest inclusive prefix (waiting where a word
 after it is still empty), and publishes its own; WINDOW words of prefix 0 before tile 0 end every
-look-back. Compiled for sm_90 in a test, not yet run on a GPU (tools/knob_sweep.py cutile scan)."""
+look-back. tools/knob_sweep.py cutile scan sets the two ways side by side."""
 import cuda.tile as ct
 import torch
 
