@@ -42,6 +42,16 @@ upstream_attention() {
   done | tee "$1/upstream.txt"
 }
 
+# PROBLEM SECONDS TOOL...: each tool's tools/knob_sweep.py of PROBLEM (Helion's fixed variant), with its own
+# site, at most SECONDS each, into the step's folder
+knob_sweeps() {
+  local problem=$1 limit=$2 tool; shift 2
+  for tool in "$@"; do
+    with_site $tool timeout "$limit" python -m tools.knob_sweep $tool $problem \
+      $([ $tool = helion ] && echo --variant fixed) --out "$OUT/$step/$tool"
+  done
+}
+
 final=$OUT; OUT=$WORK
 for step in "$@"; do
   mkdir -p "$OUT/$step"; gpu_state "$step"; t0=$SECONDS
@@ -181,16 +191,10 @@ for step in "$@"; do
       bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;
     attention-sweep)  # attention configs, checked and timed beside cuDNN (SWEEPS: which): Helion's (tiles, warps,
                       # stages, pointer or TMA loads), JAX Pallas's Triton lowering (tiles, warps, stages), nvrtc's tiles
-      for tool in ${SWEEPS-helion jax_pallas nvrtc}; do
-        timeout "${SWEEP_TIMEOUT:-400}" python -m tools.knob_sweep $tool attention $([ $tool = helion ] && echo --variant fixed) \
-          --out "$OUT/$step/$tool"
-      done ;;
-    scan-sweep)       # the scans' knobs (the tile DSLs' tile and warps, nvrtc's and CuTe DSL's look-back), checked and
-                      # timed beside the copy (SWEEPS: which)
-      for tool in ${SWEEPS-triton helion tilelang cutile nvrtc cute_dsl jax_pallas}; do
-        with_site $tool timeout "${SWEEP_TIMEOUT:-240}" \
-          python -m tools.knob_sweep $tool scan $([ $tool = helion ] && echo --variant fixed) --out "$OUT/$step/$tool"
-      done ;;
+      knob_sweeps attention "${SWEEP_TIMEOUT:-400}" ${SWEEPS-helion jax_pallas nvrtc} ;;
+    scan-sweep)       # the scans' knobs (the tile DSLs' tile and warps, one pass or two, nvrtc's and CuTe DSL's
+                      # look-back), checked and timed beside the copy (SWEEPS: which)
+      knob_sweeps scan "${SWEEP_TIMEOUT:-240}" ${SWEEPS-triton helion tilelang cutile nvrtc cute_dsl jax_pallas} ;;
     memory-sweeps)    # the memory-bound rows below their case's best on this GPU kind: nvrtc's elementwise
                       # plans, Warp's and nvmath's row-sum plans, the one-pass scans' tile and warps
       timeout 150 python -m tools.knob_sweep nvrtc elementwise --out "$OUT/$step/nvrtc-elementwise"

@@ -41,8 +41,9 @@ class CuteDsl(TorchArrays, Backend):
         atexit.register(shutil.rmtree, dump, ignore_errors=True)
         return {"CUTE_DSL_ARCH": self.aot_target, "CUTE_DSL_DUMP_DIR": dump}
 
-    def export(self, problem, case):
-        """The case's kernel compiled for aot_target from CPU tensors of the case's shapes."""
+    def export(self, problem, case, **knobs):
+        """The case's kernel (with an implementation's build knobs, if given) compiled for aot_target from
+        CPU tensors of the case's shapes."""
         import numpy as np
 
         import problems
@@ -53,7 +54,7 @@ class CuteDsl(TorchArrays, Backend):
                   for k, v in spec.make_inputs(case, 0).items()}
         outputs = {k: torch_to_device(poison(shape, dt), dt, "cpu")
                    for k, (shape, dt) in spec.output_spec(case).items()}
-        compiled, _ = module.compile_case(case, inputs, outputs, self.variant, options="--keep-cubin")
+        compiled, _ = module.compile_case(case, inputs, outputs, self.variant, options="--keep-cubin", **knobs)
         return bytes(compiled.__cubin__)
 
 

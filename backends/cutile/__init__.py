@@ -57,6 +57,13 @@ def compile_on_scratch(stream, grid, kernel, args):
     ct.launch(stream, grid, kernel, args)
 
 
+def torch_stream(stream, device):
+    """torch's handle of the raw stream ct.launch takes (0: the legacy default stream), for torch work
+    between a kernel's launches."""
+    import torch
+    return torch.cuda.ExternalStream(stream) if stream else torch.cuda.default_stream(device)
+
+
 def array_param(dtype: str, shape: tuple[int, ...]):
     """A contiguous row-major array of this shape, with the facts cuTile's JIT infers from a real one
     (16-byte aligned base; which strides and extents divide by 16 bytes / 16 elements)."""

@@ -16,7 +16,7 @@ look-back. tools/knob_sweep.py cutile scan sets the two ways side by side."""
 import cuda.tile as ct
 import torch
 
-from backends.cutile import array_param, compile_on_scratch, cubin
+from backends.cutile import array_param, compile_on_scratch, cubin, torch_stream
 
 TILE = 4096                      # elements a block sums, then scans
 ZERO = ct.PaddingMode.ZERO
@@ -79,8 +79,7 @@ def build(case, inputs, outputs, stream, variant="", tile=TILE, one_pass=False):
         return one_pass_run(x, y, stream, grid, tile)
     sums = torch.empty(grid[0], dtype=torch.float32, device=x.device)
     carries = torch.empty_like(sums)
-    # ct.launch takes the lab's raw stream: the carries between the kernels go on it too
-    on_stream = torch.cuda.ExternalStream(stream) if stream else torch.cuda.default_stream(x.device)
+    on_stream = torch_stream(stream, x.device)       # the carries between the kernels go on the lab's stream too
     compile_on_scratch(stream, grid, tile_sums, (x, sums, tile))
     compile_on_scratch(stream, grid, tile_scan, (x, carries, torch.empty_like(y), tile))
 
@@ -99,17 +98,13 @@ def one_pass_run(x, y, stream, grid, tile):
     initial = torch.zeros(1 + WINDOW + grid[0], dtype=torch.int64, device=x.device)
     initial[1:1 + WINDOW] = PREFIX
     state = initial.clone()
-    on_stream = torch.cuda.ExternalStream(stream) if stream else torch.cuda.default_stream(x.device)
-
-    def launch(out):
-        with torch.cuda.stream(on_stream):
-            state.copy_(initial)
-        ct.launch(stream, grid, look_back_scan, (x, out, state, tile))
-
-    launch(torch.empty_like(y))        # cuTile compiles at the first launch
+    on_stream = torch_stream(stream, x.device)
+    compile_on_scratch(stream, grid, look_back_scan, (x, torch.empty_like(y), state, tile))
 
     def run():
-        launch(y)
+        with torch.cuda.stream(on_stream):
+            state.copy_(initial)
+        ct.launch(stream, grid, look_back_scan, (x, y, state, tile))
 
     return run
 

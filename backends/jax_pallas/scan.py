@@ -90,14 +90,12 @@ def scan(x, *, variant, one_pass=False, block=None, warps=None):
     tiles = pl.cdiv(n, block)
     params = dict(grid=(tiles,), compiler_params=plgpu.CompilerParams(num_warps=warps, num_stages=1),
                   interpret=interpret_param(variant))
-    if one_pass:
-        entries = jax.ShapeDtypeStruct((WINDOW + tiles,), jnp.float32)
+    if one_pass:         # the ticket, the statuses, the aggregates, the prefixes: updated in place
         state = (jnp.zeros(1, jnp.int32), jnp.zeros(WINDOW + tiles, jnp.int32).at[:WINDOW].set(PREFIX),
                  jnp.zeros(WINDOW + tiles, jnp.float32), jnp.zeros(WINDOW + tiles, jnp.float32))
-        shapes = (jax.ShapeDtypeStruct((n,), jnp.float32), jax.ShapeDtypeStruct((1,), jnp.int32),
-                  jax.ShapeDtypeStruct((WINDOW + tiles,), jnp.int32), entries, entries)
+        shapes = (jax.ShapeDtypeStruct((n,), jnp.float32), *(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in state))
         return pl.pallas_call(functools.partial(look_back_scan, block=block), out_shape=shapes,
-                              input_output_aliases={1: 1, 2: 2, 3: 3, 4: 4}, **params)(x, *state)[0]
+                              input_output_aliases={i: i for i in range(1, 1 + len(state))}, **params)(x, *state)[0]
     sums = pl.pallas_call(functools.partial(tile_sum, block=block),
                           out_shape=jax.ShapeDtypeStruct((tiles,), jnp.float32), **params)(x)
     carries = jnp.cumsum(sums) - sums                    # each tile's exclusive prefix
