@@ -119,3 +119,29 @@ def test_helions_fixed_attention_configs_compile_for_the_h100(tmp_path):
                          text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split().count("compiled") == 4
+
+
+def test_the_attention_autotuner_offers_warp_specialisation_only_where_triton_computes_it(monkeypatch):
+    """Triton 3.6's warp-specialised attention loop at 4 warps and 3 or 4 stages leaves most of O
+    unwritten on the H100 (experiments/triton_attention_configs): such configs are never offered; the
+    warp-specialised loop only on Hopper, not causal, whole key blocks; below the tuned length one
+    config of each loop kind."""
+    pytest.importorskip("triton")
+    pytest.importorskip("torch")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    from backends.triton import attention
+    monkeypatch.setattr(attention, "interpreted", lambda: False)
+    space = attention.configs()
+    assert not [c for c in space if c.kwargs["WARP_SPECIALIZE"] and c.num_warps == 4 and c.num_stages > 2]
+
+    def kept(seq, causal, hopper=True):
+        monkeypatch.setattr(attention, "warp_specialisable",
+                            lambda s, c: hopper and not c and s % attention.MAX_BLOCK_N == 0)
+        return attention.prune(space, {"seq": seq}, CAUSAL=causal)
+    full = kept(4096, False)
+    assert {c.kwargs["WARP_SPECIALIZE"] for c in full} == {False, True}
+    assert len([c for c in full if not c.kwargs["WARP_SPECIALIZE"]]) == 21        # the tutorial's space
+    for seq, causal, hopper in ((4096, True, True), (4000, False, True), (4096, False, False)):
+        assert not any(c.kwargs["WARP_SPECIALIZE"] for c in kept(seq, causal, hopper))
+    assert [c.kwargs["WARP_SPECIALIZE"] for c in kept(256, False)] == [False, True]
+    assert len(kept(1000, False)) == 1

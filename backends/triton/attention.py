@@ -5,10 +5,12 @@ stores nothing); scores by tl.dot into float32, scaled by scale * log2(e) for ex
 (running maximum and sum); P cast to the input dtype for the second tl.dot. As the tutorial splits its loop, whole key
 blocks before the diagonal (causal) or the sequence's end take no mask and the rest (the diagonal
 blocks, the last partial block) are masked in the scores; a causal program stops after its diagonal.
-The loop is warp-specialised on Hopper (producer warps issue the loads) where the tutorial's benchmark
-uses it, the non-causal case, when no key block is partial (Triton 3.6's warp-specialisation pass fails
-on the kernel with a second, masked loop); the block shapes, stages and warps are autotuned over the
-tutorial's space, pruned as it prunes."""
+The block shapes, stages and warps are autotuned over the tutorial's space, pruned as it prunes, and
+so is whether the loop is warp-specialised (producer warps issue the loads), which the tutorial's
+benchmark tries both ways on Hopper in the non-causal case. Warp specialisation is offered on Hopper,
+not causal, when no key block is partial (Triton 3.6's warp-specialisation pass fails on the kernel
+with a second, masked loop), and only at 2 stages or 8 warps: at 4 warps and 3 or 4 stages Triton
+3.6's warp-specialised loop leaves most of O unwritten on the H100 (experiments/triton_attention_configs)."""
 import math
 
 import torch
@@ -25,22 +27,33 @@ TUNED_SEQ = 1024             # sequences from this length up are autotuned (ever
 
 def configs():
     """The tutorial's autotuning space: query blocks of 64 or 128, key blocks of 32 to 128, 2 to 4
-    stages, 4 or 8 warps (8 only for 128 x 128 tiles, the tutorial's rule on Hopper)."""
+    stages, 4 or 8 warps (8 only for 128 x 128 tiles, the tutorial's rule on Hopper), each loop plain
+    or warp-specialised (at 2 stages or 8 warps only: the docstring says why)."""
     if interpreted():                    # the interpreter runs one small config, no tuning
-        return [triton.Config({"BM": 32, "BN": 32}, num_warps=4, num_stages=1)]
-    return [triton.Config({"BM": bm, "BN": bn}, num_warps=w, num_stages=s)
-            for bm in (64, 128) for bn in (32, 64, 128) for s in (2, 3, 4) for w in (4, 8)
-            if w == 4 or bm * bn >= 128 * 128]
+        return [triton.Config({"BM": 32, "BN": 32, "WARP_SPECIALIZE": False}, num_warps=4, num_stages=1)]
+    return [triton.Config({"BM": bm, "BN": bn, "WARP_SPECIALIZE": ws}, num_warps=w, num_stages=s)
+            for ws in (False, True) for bm in (64, 128) for bn in (32, 64, 128) for s in (2, 3, 4) for w in (4, 8)
+            if (w == 4 or bm * bn >= 128 * 128) and (not ws or s == 2 or w == 8)]
+
+
+def warp_specialisable(seq: int, causal: bool) -> bool:
+    """Hopper, not causal, whole key blocks only."""
+    return (not interpreted() and triton.runtime.driver.active.get_current_target().arch == 90
+            and not causal and seq % MAX_BLOCK_N == 0)
 
 
 def prune(configs, named_args, **kwargs):
     """As the tutorial prunes: no query block longer than the sequence, and, causal, no key block wider
-    than the query block (the diagonal band is one query block). Below TUNED_SEQ keys the first config
-    that is left: a kernel of microseconds, whose timings would choose nothing."""
-    seq = named_args["seq"]
-    kept = [c for c in configs if c.kwargs["BM"] <= max(seq, 64)
-            and (c.kwargs["BM"] >= c.kwargs["BN"] or not kwargs["CAUSAL"])]
-    return kept if seq >= TUNED_SEQ else kept[:1]
+    than the query block (the diagonal band is one query block); warp-specialised loops only where
+    they may be. Below TUNED_SEQ keys the first config left of each loop kind: a kernel of
+    microseconds, whose timings would choose nothing."""
+    seq, causal = named_args["seq"], kwargs["CAUSAL"]
+    ws = warp_specialisable(seq, causal)
+    kept = [c for c in configs if c.kwargs["BM"] <= max(seq, 64) and (c.kwargs["BM"] >= c.kwargs["BN"] or not causal)
+            and (ws or not c.kwargs["WARP_SPECIALIZE"])]
+    if seq >= TUNED_SEQ:
+        return kept
+    return [next(c for c in kept if c.kwargs["WARP_SPECIALIZE"] == w) for w in (False, True)[:1 + ws]]
 
 
 @triton.jit
@@ -106,7 +119,6 @@ def build(case, inputs, outputs, stream, variant=""):
     q, k, v, o = inputs["q"], inputs["k"], inputs["v"], outputs["o"]
     b, h, seq, d = q.shape
     causal = bool(case.shape["causal"])
-    hopper = not interpreted() and triton.runtime.driver.active.get_current_target().arch == 90
 
     def grid(meta):
         return (triton.cdiv(seq, meta["BM"]), b * h)
@@ -114,8 +126,7 @@ def build(case, inputs, outputs, stream, variant=""):
     def args(out):
         return (q, k, v, out, seq, LOG2E / math.sqrt(d))
 
-    # warp-specialised where the tutorial's benchmark is (Hopper, not causal) and no key block is partial
-    meta = {"CAUSAL": causal, "HEAD_DIM": d, "WARP_SPECIALIZE": hopper and not causal and seq % MAX_BLOCK_N == 0}
+    meta = {"CAUSAL": causal, "HEAD_DIM": d}
     scratch = torch.empty_like(o)
     # the kernel makes its TMA descriptors on the device, in global scratch memory Triton asks for here
     triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=q.device))
