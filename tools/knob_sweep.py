@@ -4,8 +4,8 @@ cluster; cuTile GEMM: tile, hints, persistent, prefetch; cuTile attention: tile,
 Helion attention: its Config; JAX Pallas attention (Triton lowering): tiles, warps, stages; nvrtc
 attention: tiles and Q in registers; the
 scans of Triton, Helion and TileLang (one pass): tile and warps, of cuTile (reduce-then-scan): tile;
-nvrtc's scan: CUB's look-back delay and tile; CuTe DSL's scan: tile and look-back sleep; JAX Pallas's
-scan: two passes or one, tile and warps):
+nvrtc's scan: CUB's look-back delay and tile, or the ticket look-back; CuTe DSL's scan: tile and
+look-back sleep; JAX Pallas's scan: two passes or one, tile and warps):
 each candidate built by the lab's Session on a bench case, checked against the float64 reference and
 timed cold beside the reference timed the same way in the same process (cuBLAS for GEMM, the 1 GiB
 copy for the rest: tools/sweep.py).
@@ -152,11 +152,12 @@ def cute_dsl_scan(case, variant):
 def nvrtc_scan(case, variant):
     """CUB's look-back (nvrtc): the delay constructor (CUB's sm90 tuning sleeps 1140 ns before a tile's
     first poll and 688 between polls; cuda_coop's look-back, at 95% of the copy on the H100, sleeps not at all)
-    at CUB's 128 x 24 tile, then two other tiles without delays."""
+    at CUB's 128 x 24 tile, then two other tiles without delays, then cuda_coop's ticket look-back in C++."""
     fixed, none = "cub::detail::fixed_delay_constructor_t<{}, {}>", "cub::detail::no_delay_constructor_t<{}>"
     delays = (fixed.format(688, 1140), fixed.format(350, 0), none.format(1140), none.format(0))
     return [{"look_back_delay": d} for d in delays] + \
-        [{"threads": t, "items": i, "look_back_delay": none.format(0)} for t, i in ((256, 12), (128, 16))]
+        [{"threads": t, "items": i, "look_back_delay": none.format(0)} for t, i in ((256, 12), (128, 16))] + \
+        [{"look_back": "ticket"}]
 
 
 def one_pass_scan(case, variant):
