@@ -61,7 +61,13 @@ def helion_example(q, k, v, causal):
     os.environ.setdefault("HELION_AUTOTUNE_EFFORT", "quick")
     example = load(UPSTREAM / "helion" / "examples" / "attention.py", "helion_attention")
     kernel = example.causal_attention if causal else example.attention
-    return lambda: first(kernel(q, k, v))
+    run = functools.partial(first_of, kernel, q, k, v)
+    run.config = lambda: repr(kernel.bind((q, k, v))._config)      # the config its autotuner chose
+    return run
+
+
+def first_of(kernel, *args):
+    return first(kernel(*args))
 
 
 def first(out):
@@ -181,6 +187,11 @@ def measure(name, build, case):
             row["profiler_ms"] = ms
         else:
             ms = row["do_bench_ms"] = do_bench(run)
+        if hasattr(run, "config"):
+            try:
+                row["config"] = run.config()
+            except Exception as exc:    # the figure stands without it
+                row["config"] = f"not read: {type(exc).__name__}: {exc}"
         row["tflops"] = flops / ms / 1e9
         row["pct_of_fastest_sdpa"] = 100 * min(row[f"{k}_do_bench_ms"] for k in SDPA) / ms
     except Exception as exc:            # an example that does not take the case says why; the rest go on
