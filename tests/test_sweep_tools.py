@@ -128,3 +128,14 @@ print("compiled", len(make(case, "")))
     done = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-2000:]
+
+
+def test_only_keeps_the_candidates_it_names():
+    """`--only TEXT` keeps the candidates whose knobs as JSON contain one of the texts; none given, all."""
+    from tools.knob_sweep import CANDIDATES, selected
+    make, cases = CANDIDATES["nvrtc", "scan"]
+    every = make(problems.get("scan").case(cases[0]), "")
+    assert selected(every, None) == every
+    assert selected(every, ["ticket"]) == [{"look_back": "ticket"}]
+    assert len(selected(every, ["ticket", "688"])) == 2
+    assert selected(every, ["no such knob"]) == []

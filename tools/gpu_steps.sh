@@ -43,12 +43,12 @@ upstream_attention() {
 }
 
 # PROBLEM SECONDS TOOL...: each tool's tools/knob_sweep.py of PROBLEM (Helion's fixed variant), with its own
-# site, at most SECONDS each, into the step's folder
+# site, at most SECONDS each, into the step's folder; SWEEP_ARGS: more arguments for each (--only, --case)
 knob_sweeps() {
   local problem=$1 limit=$2 tool; shift 2
   for tool in "$@"; do
     with_site $tool timeout "$limit" python -m tools.knob_sweep $tool $problem \
-      $([ $tool = helion ] && echo --variant fixed) --out "$OUT/$step/$tool"
+      $([ $tool = helion ] && echo --variant fixed) ${SWEEP_ARGS:-} --out "$OUT/$step/$tool"
   done
 }
 

@@ -22,6 +22,9 @@ copy for the rest: tools/sweep.py).
     python -m tools.knob_sweep nvrtc scan --out DIR; python -m tools.knob_sweep cute_dsl scan --out DIR
     python -m tools.knob_sweep jax_pallas scan --out DIR
 
+`--only TEXT` (repeatable) keeps the candidates whose knobs, as JSON, contain one of the texts (e.g.
+`--only ticket`: nvrtc's ticket look-back alone), so a call spends its time on what is new.
+
 Writes DIR/sweep.json as it goes and prints a table per case, best first; winners go into the
 implementation's defaults by hand.
 """
@@ -203,12 +206,18 @@ def shown(knobs: dict) -> dict:
             else dict(v) if isinstance(v, Mapping) else v for k, v in knobs.items()}
 
 
+def selected(candidates: list[dict], only: list[str] | None) -> list[dict]:
+    """The candidates whose knobs as JSON contain one of `only` (all of them without it)."""
+    return [k for k in candidates if not only or any(text in json.dumps(shown(k)) for text in only)]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tools.knob_sweep", description=__doc__.splitlines()[0])
     ap.add_argument("backend", choices=sorted({b for b, _ in CANDIDATES}))
     ap.add_argument("problem", choices=sorted({p for _, p in CANDIDATES}))
     ap.add_argument("--case", action="append")
     ap.add_argument("--variant", default="")
+    ap.add_argument("--only", action="append", help="keep the candidates whose knobs (JSON) contain this text")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     if (args.backend, args.problem) not in CANDIDATES:
@@ -223,7 +232,7 @@ def main(argv=None) -> int:
         arrays = s.arrays(prob, case, 0)
         label, ref_ms = reference_ms(args.problem, case, s, sessions)
         print(f"{name}: {label} {ref_ms:.4f} ms", flush=True)
-        for knobs in make(case, args.variant):
+        for knobs in selected(make(case, args.variant), args.only):
             row = {"problem": args.problem, "case": name, "backend": args.backend, "variant": args.variant,
                    "knobs": shown(knobs)}
             try:
