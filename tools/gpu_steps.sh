@@ -8,7 +8,8 @@
 #                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
 #                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs, context-probe,
 #                                        lanes-full, lanes-check, demo, profile, faults, check-fixes, verify, sweep,
-#                                        attention, attention-sweep, scan, scan-sweep, memory-sweeps, examples
+#                                        attention, attention-sweep, warp-attention-sweep, scan, scan-sweep,
+#                                        memory-sweeps, examples
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -195,6 +196,8 @@ for step in "$@"; do
     scan-sweep)       # the scans' knobs (the tile DSLs' tile and warps, one pass or two, nvrtc's and CuTe DSL's
                       # look-back), checked and timed beside the copy (SWEEPS: which)
       knob_sweeps scan "${SWEEP_TIMEOUT:-240}" ${SWEEPS-triton helion tilelang cutile nvrtc cute_dsl jax_pallas} ;;
+    warp-attention-sweep)  # Warp's attention plans (queries and keys a block, threads) beside PyTorch's flash SDPA
+      timeout "${SWEEP_TIMEOUT:-400}" python -m tools.warp_tiles_sweep attention --out "$OUT/$step/warp" ;;
     memory-sweeps)    # the memory-bound rows below their case's best on this GPU kind: nvrtc's elementwise
                       # plans, Warp's and nvmath's row-sum plans, the one-pass scans' tile and warps
       timeout 150 python -m tools.knob_sweep nvrtc elementwise --out "$OUT/$step/nvrtc-elementwise"
