@@ -35,11 +35,13 @@ print("run:", "complete" if run["complete"] else "stopped", run.get("duration_s"
 print("\n".join(profile_lines(doc)))' "$1" || true; }
 
 # each attention example in a process of its own, with its tool's site where it has one (EXAMPLES: which;
-# EXAMPLE_DTYPE: that dtype's cases only; EXAMPLE_TIMEOUT: seconds each, 300 unless given)
+# EXAMPLE_DTYPE: that dtype's cases only; EXAMPLE_MASK: full or causal cases only; EXAMPLE_TIMEOUT: seconds
+# each, 300 unless given)
 upstream_attention() {
   for ex in ${EXAMPLES-triton cutile helion tilelang cute_dsl pallas-triton pallas-mosaic}; do   # EXAMPLES="": none
     with_site $ex timeout "${EXAMPLE_TIMEOUT:-300}" \
-      python tools/upstream_attention.py $ex ${EXAMPLE_DTYPE:+--dtype $EXAMPLE_DTYPE} --out "$1/upstream-$ex.json" 2>&1 | tail -12
+      python tools/upstream_attention.py $ex ${EXAMPLE_DTYPE:+--dtype $EXAMPLE_DTYPE} ${EXAMPLE_MASK:+--mask $EXAMPLE_MASK} \
+      --out "$1/upstream-$ex.json" 2>&1 | tail -12
   done | tee "$1/upstream.txt"
 }
 

@@ -15,7 +15,7 @@ by triton.testing.do_bench (L2 flushed before each call, back to back), with PyT
 SDPA on the same tensors under the same timer beside it (the faster is 100%, as in the lab's rows);
 JAX's examples by the Mosaic GPU profiler their own benchmark uses (CUPTI, kernels only).
 
-    python tools/upstream_attention.py [--out FILE.json] [--dtype DTYPE] [NAME...]   # names: see EXAMPLES
+    python tools/upstream_attention.py [--out FILE.json] [--dtype DTYPE] [--mask full|causal] [NAME...]  # see EXAMPLES
 """
 import argparse
 import functools
@@ -206,6 +206,7 @@ def main():
     parser.add_argument("names", nargs="*", help=f"examples to run (default: all of {', '.join(EXAMPLES)})")
     parser.add_argument("--out", type=Path, help="the rows as JSON, written after each")
     parser.add_argument("--dtype", choices=sorted({c[-1] for c in CASES}), help="that dtype's cases only")
+    parser.add_argument("--mask", choices=("full", "causal"), help="those cases only")
     args = parser.parse_args()
     unknown = set(args.names) - set(EXAMPLES)
     if unknown:
@@ -214,7 +215,7 @@ def main():
     rows = []
     for name in args.names or EXAMPLES:
         for case in CASES:
-            if args.dtype in (None, case[-1]):
+            if args.dtype in (None, case[-1]) and args.mask in (None, "causal" if case[4] else "full"):
                 rows.append(measure(name, EXAMPLES[name], case))
                 if args.out:
                     args.out.write_text(json.dumps(rows, indent=1))
