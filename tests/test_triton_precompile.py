@@ -129,19 +129,28 @@ def test_the_attention_autotuner_offers_warp_specialisation_only_where_triton_co
     pytest.importorskip("triton")
     pytest.importorskip("torch")
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime import driver
+
     from backends.triton import attention
     monkeypatch.setattr(attention, "interpreted", lambda: False)
     space = attention.configs()
     assert not [c for c in space if c.kwargs["WARP_SPECIALIZE"] and c.num_warps == 4 and c.num_stages > 2]
 
-    def kept(seq, causal, hopper=True):
-        monkeypatch.setattr(attention, "warp_specialisable",
-                            lambda s, c: hopper and not c and s % attention.MAX_BLOCK_N == 0)
+    class Target:                   # the driver's one answer prune() asks for: the GPU's architecture
+        def __init__(self, arch):
+            self.arch = arch
+
+        def get_current_target(self):
+            return GPUTarget("cuda", self.arch, 32)
+
+    def kept(seq, causal, arch=90):
+        monkeypatch.setattr(driver, "_active", Target(arch))
         return attention.prune(space, {"seq": seq}, CAUSAL=causal)
     full = kept(4096, False)
     assert {c.kwargs["WARP_SPECIALIZE"] for c in full} == {False, True}
     assert len([c for c in full if not c.kwargs["WARP_SPECIALIZE"]]) == 21        # the tutorial's space
-    for seq, causal, hopper in ((4096, True, True), (4000, False, True), (4096, False, False)):
-        assert not any(c.kwargs["WARP_SPECIALIZE"] for c in kept(seq, causal, hopper))
+    for seq, causal, arch in ((4096, True, 90), (4000, False, 90), (4096, False, 80)):
+        assert not any(c.kwargs["WARP_SPECIALIZE"] for c in kept(seq, causal, arch))
     assert [c.kwargs["WARP_SPECIALIZE"] for c in kept(256, False)] == [False, True]
     assert len(kept(1000, False)) == 1
