@@ -136,6 +136,6 @@ def test_only_keeps_the_candidates_it_names():
     make, cases = CANDIDATES["nvrtc", "scan"]
     every = make(problems.get("scan").case(cases[0]), "")
     assert selected(every, None) == every
-    assert selected(every, ["ticket"]) == [{"look_back": "ticket"}]
-    assert len(selected(every, ["ticket", "688"])) == 2
+    assert selected(every, ['"items": 12']) == [{"threads": 256, "items": 12}]
+    assert len(selected(every, ['"items": 12', '"items": 32'])) == 2
     assert selected(every, ["no such knob"]) == []

@@ -4,7 +4,7 @@ cluster; cuTile GEMM: tile, hints, persistent, prefetch; cuTile attention: tile,
 Helion attention: its Config; JAX Pallas attention (Triton lowering): tiles, warps, stages; nvrtc
 attention: tiles and Q in registers; the
 scans of Triton, Helion and TileLang (one pass): tile and warps, of cuTile (reduce-then-scan): tile;
-nvrtc's scan: CUB's look-back delay and tile, or the ticket look-back; CuTe DSL's scan: tile and
+nvrtc's scan: its tile; CuTe DSL's scan: tile and
 look-back sleep; JAX Pallas's scan: two passes or one, tile and warps):
 each candidate built by the lab's Session on a bench case, checked against the float64 reference and
 timed cold beside the reference timed the same way in the same process (cuBLAS for GEMM, the 1 GiB
@@ -23,7 +23,7 @@ copy for the rest: tools/sweep.py).
     python -m tools.knob_sweep jax_pallas scan --out DIR
 
 `--only TEXT` (repeatable) keeps the candidates whose knobs, as JSON, contain one of the texts (e.g.
-`--only ticket`: nvrtc's ticket look-back alone), so a call spends its time on what is new.
+`--only '"items": 12'`: nvrtc's scan at that tile alone), so a call spends its time on what is new.
 
 Writes DIR/sweep.json as it goes and prints a table per case, best first; winners go into the
 implementation's defaults by hand.
@@ -153,14 +153,9 @@ def cute_dsl_scan(case, variant):
 
 
 def nvrtc_scan(case, variant):
-    """CUB's look-back (nvrtc): the delay constructor (CUB's sm90 tuning sleeps 1140 ns before a tile's
-    first poll and 688 between polls; cuda_coop's look-back, at 95% of the copy on the H100, sleeps not at all)
-    at CUB's 128 x 24 tile, then two other tiles without delays, then cuda_coop's ticket look-back in C++."""
-    fixed, none = "cub::detail::fixed_delay_constructor_t<{}, {}>", "cub::detail::no_delay_constructor_t<{}>"
-    delays = (fixed.format(688, 1140), fixed.format(350, 0), none.format(1140), none.format(0))
-    return [{"look_back_delay": d} for d in delays] + \
-        [{"threads": t, "items": i, "look_back_delay": none.format(0)} for t, i in ((256, 12), (128, 16))] + \
-        [{"look_back": "ticket"}]
+    """The look-back scan's tile (threads x items): CUB's sm90 tile first, then its neighbours (CUB's own
+    look-back with its delays, swept here before, lost 12 points to the ticket look-back at CUB's tile)."""
+    return [{"threads": t, "items": i} for t, i in ((128, 24), (256, 12), (128, 16), (256, 16), (128, 32))]
 
 
 def one_pass_scan(case, variant):

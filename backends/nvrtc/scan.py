@@ -1,91 +1,38 @@
-"""Inclusive prefix sum in CUDA C++ (NVRTC), in one pass: CUB's decoupled look-back scan written from its
-block-level parts the way its AgentScan (cub/agent/agent_scan.cuh) puts them together.
+"""Inclusive prefix sum in CUDA C++ (NVRTC), in one pass: CUB's block-level parts (cub::BlockLoad,
+cub::BlockScan, cub::BlockStore) around a decoupled look-back written as BlockScan's prefix callback, as
+cuda_coop's scan writes it.
 
-A block scans one tile of THREADS x ITEMS elements: cub::BlockLoad (warp-transposed: each warp reads its
-stretch of the tile coalesced, then BlockExchange hands every thread ITEMS consecutive elements, widened to
-float32 on load), cub::BlockScan's InclusiveSum with cub::TilePrefixCallbackOp as the prefix callback (thread 0
-publishes the tile's aggregate in a cub::ScanTileState<float>; the first warp then looks back over the
-predecessors' {status, value} words, 32 tiles a step, until it meets an inclusive prefix, and thread 0
-publishes the tile's own), and cub::BlockStore (warp-transposed). Tile 0 has no predecessor: it scans without the
-callback and publishes its inclusive prefix directly. The last tile is partial: it loads `valid` elements
-(0.0 beyond them) and stores `valid`. Accumulation is float32 for every input type.
+A block takes its tile id from a ticket counter (one atomicAdd), so every tile it waits on belongs to a
+block that started before it: the look-back cannot wait on a block not yet scheduled, whatever order the
+GPU dispatches blocks in. It scans one tile of THREADS x ITEMS elements: BlockLoad (warp-transposed: each
+warp reads its stretch of the tile coalesced, then BlockExchange hands every thread ITEMS consecutive
+elements, widened to float32 on load), BlockScan's InclusiveSum with the look-back as its prefix callback,
+BlockStore (warp-transposed). The look-back (warp 0): lane 0 publishes the tile's aggregate as one 64-bit
+{status, float} word (atomicExch), then the warp reads its 32 predecessors' words at once (atomicOr(0)),
+polling with no back-off until none is empty, adds those up to the nearest inclusive prefix, steps 32
+tiles back if there is none, and lane 0 publishes the tile's inclusive prefix. The counter and the words
+are zeroed by a kernel before each scan. The last tile is partial: it loads `valid` elements (0.0 beyond
+them) and stores `valid`. Accumulation is float32 for every input type.
 
-Tile ids are blockIdx.x, as CUB's DeviceScanKernel takes them: a tile waits only on lower ids, and blocks
-are dispatched in increasing blockIdx.x, so each tile it waits on is already resident or finished (the
-"thread blocks processing all of the predecessor tiles were scheduled" precondition of
-TilePrefixCallbackOp). CUDA does not promise that order, CUB relies on it; a ticket counter would make it
-formal at one more atomic per tile. The tile states are reset by a second kernel (ScanTileState::
-InitializeStatus, CUB's DeviceScanInitKernel) launched before the scan on every run().
+CUB's own look-back (cub::TilePrefixCallbackOp with its sm90 delays, tile ids from blockIdx.x) was this
+kernel's first form: 85.2% of the copy on the H100 at 2^28 float32 where this one is at 97.0
+(reports/evidence/scan/h100/look-back-sweeps). build() takes the tile (threads, items) as keywords
+(tools/knob_sweep.py nvrtc scan).
 
-build() takes the tile (threads, items) and the look-back's delay constructor (a CUB type) as keywords
-(tools/knob_sweep.py nvrtc scan), and `look_back="ticket"`: the look-back cuda_coop's scan writes (95% of
-the copy on the H100 where this kernel's is at 85) as BlockScan's prefix callback in C++: tiles taken
-from a ticket counter, one 64-bit {status, float} word a tile published with atomicExch and read with
-atomicOr(0), a warp reading 32 predecessors at once with no back-off; the counter and words zeroed by
-a kernel before each scan.
-
-Constraints: one launch covers at most 2^31 - 1 tiles (n < 6.5e12 at the default tile); n >= 1."""
+Constraints: n >= 1; the words take 8 bytes a tile."""
 import numpy as np
 from cuda.core import LaunchConfig, launch
 
 from backends.nvrtc import CXX_TYPE, compile_cubin, device_arch
 
 SOURCE = r"""
-#include <cub/agent/single_pass_scan_operators.cuh>
 #include <cub/block/block_load.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/block/block_store.cuh>
-#include <cuda/std/functional>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-using TileState = cub::ScanTileState<float>;     // per tile one 8-byte {status, float} word, after a warp of padding
-using Sum = ::cuda::std::plus<>;
-
-__global__ void init_tile_state(void* words, int tiles) {
-    TileState state;
-    state.Init(tiles, words, 0);
-    state.InitializeStatus(tiles);               // every tile "not yet", the padding "out of bounds"
-}
-
-template <typename T, int THREADS, int ITEMS, typename LookBackDelay>
-__global__ void __launch_bounds__(THREADS) inclusive_scan(const T* __restrict__ x, float* __restrict__ y,
-                                                          long long n, void* words) {
-    constexpr int TILE = THREADS * ITEMS;
-    using Load = cub::BlockLoad<float, THREADS, ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
-    using Store = cub::BlockStore<float, THREADS, ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE>;
-    using Scan = cub::BlockScan<float, THREADS, cub::BLOCK_SCAN_WARP_SCANS>;
-    using LookBack = cub::TilePrefixCallbackOp<float, Sum, TileState, LookBackDelay>;
-    __shared__ union {                           // the three phases reuse one buffer, a barrier between them
-        typename Load::TempStorage load;
-        struct { typename LookBack::TempStorage look_back; typename Scan::TempStorage scan; } scan;
-        typename Store::TempStorage store;
-    } smem;
-
-    const int tile = blockIdx.x;
-    const long long offset = static_cast<long long>(tile) * TILE;
-    const int valid = static_cast<int>(min(static_cast<long long>(TILE), n - offset));
-    TileState state;
-    state.Init(gridDim.x, words, 0);
-
-    float items[ITEMS];
-    if (valid == TILE) Load(smem.load).Load(x + offset, items);
-    else Load(smem.load).Load(x + offset, items, valid, 0.0f);
-    __syncthreads();
-    if (tile == 0) {
-        float aggregate;
-        Scan(smem.scan.scan).InclusiveSum(items, items, aggregate);
-        if (threadIdx.x == 0 && gridDim.x > 1) state.SetInclusive(0, aggregate);
-    } else {
-        LookBack prefix(state, smem.scan.look_back, Sum{}, tile);
-        Scan(smem.scan.scan).InclusiveSum(items, items, prefix);
-    }
-    __syncthreads();
-    if (valid == TILE) Store(smem.store).Store(y + offset, items);
-    else Store(smem.store).Store(y + offset, items, valid);
-}
-
-// the ticket look-back: words[0] counts tickets, words[1 + t] is tile t's {status (high 32), float (low 32)}
+// words[0] counts tickets, words[1 + t] is tile t's {status (high 32), float (low 32)}
 constexpr unsigned long long AGGREGATE = 1, PREFIX = 2;
 constexpr unsigned FULL_MASK = 0xffffffffu;
 
@@ -94,7 +41,7 @@ __global__ void zero_words(unsigned long long* words, long long count) {
     if (i < count) words[i] = 0;
 }
 
-struct TicketLookBack {                          // BlockScan calls it from warp 0, every lane
+struct LookBack {                                // BlockScan calls it from warp 0, every lane
     unsigned long long* words;
     long long tile;
     __device__ void publish(long long t, unsigned long long status, float value) {
@@ -123,8 +70,8 @@ struct TicketLookBack {                          // BlockScan calls it from warp
 };
 
 template <typename T, int THREADS, int ITEMS>
-__global__ void __launch_bounds__(THREADS) inclusive_scan_ticket(const T* __restrict__ x, float* __restrict__ y,
-                                                                 long long n, unsigned long long* words) {
+__global__ void __launch_bounds__(THREADS) inclusive_scan(const T* __restrict__ x, float* __restrict__ y,
+                                                          long long n, unsigned long long* words) {
     constexpr int TILE = THREADS * ITEMS;
     using Load = cub::BlockLoad<float, THREADS, ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
     using Store = cub::BlockStore<float, THREADS, ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE>;
@@ -144,7 +91,7 @@ __global__ void __launch_bounds__(THREADS) inclusive_scan_ticket(const T* __rest
     if (valid == TILE) Load(smem.load).Load(x + offset, items);
     else Load(smem.load).Load(x + offset, items, valid, 0.0f);
     __syncthreads();
-    TicketLookBack prefix{words, tile};
+    LookBack prefix{words, tile};
     Scan(smem.scan).InclusiveSum(items, items, prefix);
     __syncthreads();
     if (valid == TILE) Store(smem.store).Store(y + offset, items);
@@ -153,43 +100,31 @@ __global__ void __launch_bounds__(THREADS) inclusive_scan_ticket(const T* __rest
 """
 
 # cub/device/dispatch/tuning/tuning_scan.cuh (CCCL 3.0), sm90_tuning<float, plus>: 128 threads x 24 items,
-# warp-transposed load and store, and how long a look-back waits before its first poll and between polls
-# (1140 and 688 ns, where the grid has 500 tiles or more); AgentScan's accumulator is float32 for 16-bit
-# inputs too, so the same tile.
+# warp-transposed load and store; AgentScan's accumulator is float32 for 16-bit inputs too, so the same tile.
 THREADS, ITEMS = 128, 24
-LOOK_BACK_DELAY = "cub::detail::fixed_delay_constructor_t<688, 1140>"
-INIT_THREADS = 128            # dispatch_scan.cuh: INIT_KERNEL_THREADS
-STATE_PADDING = 32            # ScanTileState::TILE_STATUS_PADDING: words before tile 0 a first look-back window reads
-STATE_WORD_BYTES = 8          # ScanTileState<float>::TxnWord (uint2: status, value)
+ZERO_THREADS = 128
 
 
-def kernel_name(case, threads=THREADS, items=ITEMS, look_back_delay=LOOK_BACK_DELAY, look_back="cub"):
-    if look_back == "ticket":
-        return ("zero_words", f"inclusive_scan_ticket<{CXX_TYPE[case.dtype]}, {threads}, {items}>")
-    return ("init_tile_state", f"inclusive_scan<{CXX_TYPE[case.dtype]}, {threads}, {items}, {look_back_delay}>")
+def kernel_name(case, threads=THREADS, items=ITEMS):
+    return ("zero_words", f"inclusive_scan<{CXX_TYPE[case.dtype]}, {threads}, {items}>")
 
 
-def build(case, inputs, outputs, stream, variant="", threads=THREADS, items=ITEMS, look_back_delay=LOOK_BACK_DELAY,
-          look_back="cub"):
+def build(case, inputs, outputs, stream, variant="", threads=THREADS, items=ITEMS):
     import cupy                   # here, not at the top: an export (no GPU) imports this file without CuPy
     x, y = inputs["x"], outputs["y"]
     n = x.shape[0]
     tiles = -(-n // (threads * items))
-    init_name, scan_name = kernel_name(case, threads, items, look_back_delay, look_back)
-    code = compile_cubin(SOURCE, (init_name, scan_name), device_arch())
-    init, scan = code.get_kernel(init_name), code.get_kernel(scan_name)
-    if look_back == "ticket":     # the ticket counter, then a word a tile
-        words = cupy.empty(1 + tiles, dtype=cupy.uint64)
-        init_args, init_threads = (words.data.ptr, np.int64(1 + tiles)), 1 + tiles
-    else:
-        words = cupy.empty((STATE_PADDING + tiles) * STATE_WORD_BYTES, dtype=cupy.uint8)
-        init_args, init_threads = (words.data.ptr, np.int32(tiles)), tiles
-    init_config = LaunchConfig(grid=-(-init_threads // INIT_THREADS), block=INIT_THREADS)
+    zero_name, scan_name = kernel_name(case, threads, items)
+    code = compile_cubin(SOURCE, (zero_name, scan_name), device_arch())
+    zero, scan = code.get_kernel(zero_name), code.get_kernel(scan_name)
+    words = cupy.empty(1 + tiles, dtype=cupy.uint64)          # the ticket counter, then a word a tile
+    zero_config = LaunchConfig(grid=-(-(1 + tiles) // ZERO_THREADS), block=ZERO_THREADS)
     scan_config = LaunchConfig(grid=tiles, block=threads)
+    zero_args = (words.data.ptr, np.int64(1 + tiles))
     scan_args = (x.data.ptr, y.data.ptr, np.int64(n), words.data.ptr)
 
     def run():
-        launch(stream, init_config, init, *init_args)
+        launch(stream, zero_config, zero, *zero_args)
         launch(stream, scan_config, scan, *scan_args)
 
     return run
