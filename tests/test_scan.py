@@ -110,3 +110,34 @@ def test_tritons_look_back_adds_aggregates_back_to_the_nearest_prefix(prefix_at)
     out = subprocess.run([sys.executable, "-c", LOOK_BACK, str(prefix_at)], cwd=ROOT, capture_output=True, text=True,
                          env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
+
+
+NUMBA_WARP_LOOK_BACK = r"""
+import numba
+from numba import cuda
+from backends.numba_simt import scan
+u64 = numba.uint64[::1]
+for dtype, x in (("float32", numba.float32[::1]), ("bfloat16", numba.uint16[::1])):
+    sig = (u64, u64, x, u64, numba.float32[::1], numba.int64)
+    ptx, _ = cuda.compile_ptx(scan.KERNELS[dtype].py_func, sig, cc=(9, 0))
+    assert "vote.sync.any" in ptx and "vote.sync.ballot" in ptx and "shfl.sync.bfly" in ptx, dtype
+print("compiled")
+"""
+
+
+def test_numba_simts_scan_compiles_its_warp_look_back_for_sm90():
+    """The numba_simt scan's GPU look-back (a warp reading 32 predecessors at once: vote and xor
+    shuffles, which the simulator lacks) compiles for sm_90 without a GPU. In a process of its own,
+    outside the simulator: the kernels' look-back is chosen at import."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    pytest.importorskip("numba.cuda")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    out = subprocess.run([sys.executable, "-c", NUMBA_WARP_LOOK_BACK], cwd=ROOT, capture_output=True, text=True,
+                         env=env, timeout=600)
+    if out.returncode != 0 and "NVVM" in out.stderr and "compiled" not in out.stdout:
+        pytest.skip(f"numba-cuda finds no NVVM to compile with: {out.stderr.strip().splitlines()[-1][:200]}")
+    assert out.returncode == 0 and "compiled" in out.stdout, out.stderr[-3000:]
