@@ -41,8 +41,9 @@ from cutlass._mlir.dialects import nvvm
 
 from backends.cute_dsl import as_cute, compile_once, launcher
 
-THREADS, VECTORS_PER_THREAD = 128, 8     # a tile: 128 threads x 8 vectors of 128 bits of input (the
-                                         # H100 sweep's best, by 2 points over 256 x 4: same elements)
+THREADS, VECTORS_PER_THREAD = 128, 8     # a tile: 128 threads x 8 vectors of 128 bits of input (the H100
+                                         # sweep's best, by 2 points over 256 x 4: same elements;
+                                         # reports/evidence/scan/h100/look-back-sweeps)
 RETRY_SLEEP_NS = 100                     # nanosleep between polls of a window that still has an empty word
 VECTOR_BITS = 128
 WARP = 32                                # lanes; also the look-back window, a predecessor a lane
