@@ -41,7 +41,7 @@ def test_pct_of_reference():
 
 
 def test_the_sweeps_knobs_are_the_builds_keywords():
-    """Every knob a scan's sweep (and JAX Pallas's and nvrtc's attention sweeps) tries is a keyword its
+    """Every knob a scan's sweep (and JAX Pallas's, nvrtc's and TileLang's attention sweeps) tries is a keyword its
     build() takes (read from the source: nothing imported), and the sweep names real bench cases."""
     import ast
 
@@ -49,7 +49,8 @@ def test_the_sweeps_knobs_are_the_builds_keywords():
     import problems
     from tools.knob_sweep import CANDIDATES
     for (backend, problem), (make, cases) in CANDIDATES.items():
-        if problem != "scan" and (backend, problem) not in {("jax_pallas", "attention"), ("nvrtc", "attention")}:
+        if problem != "scan" and (backend, problem) not in {("jax_pallas", "attention"), ("nvrtc", "attention"),
+                                                          ("tilelang", "attention")}:
             continue
         tree = ast.parse(backends.source_path(backend, problem).read_text())
         functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -139,3 +140,35 @@ def test_only_keeps_the_candidates_it_names():
     assert selected(every, ['"items": 12']) == [{"threads": 256, "items": 12}]
     assert len(selected(every, ['"items": 12', '"items": 32'])) == 2
     assert selected(every, ["no such knob"]) == []
+
+
+def test_tilelangs_attention_sweep_candidates_lower_for_sm90a():
+    """Each tile, stage count and thread count the TileLang attention sweep tries lowers to warpgroup
+    MMA for sm_90a without a GPU (TileLang's own site, in a process of its own)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    from tests.test_compile_only import tilelang_site
+    missing = tilelang_site()
+    if missing:
+        pytest.skip(missing)
+    site = os.environ["WAYS_TILELANG_SITE"]
+    script = """
+import problems
+from backends.tilelang import attention, compile_program
+from tools.knob_sweep import CANDIDATES
+make, cases = CANDIDATES["tilelang", "attention"]
+for name in cases:
+    case = problems.get("attention").case(name)
+    for knobs in make(case, ""):
+        kernel = compile_program(attention.program(case, **knobs), "sm_90a", attention.PASS_CONFIGS)
+        assert "wgmma" in kernel.get_kernel_source(), (name, knobs)
+print("lowered", len(cases))
+"""
+    env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{ROOT}",
+           "PATH": f"{site}/nvidia/cu13/bin{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0 and "lowered 2" in done.stdout, done.stderr[-2000:]

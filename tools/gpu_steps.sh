@@ -192,7 +192,7 @@ for step in "$@"; do
         ${RESUME:+--resume} --out "$OUT/$step/part"
       run_profile "$OUT/$step/part/results.json"
       bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;
-    attention-sweep)  # attention configs, checked and timed beside cuDNN (SWEEPS: which): Helion's (tiles, warps,
+    attention-sweep)  # attention configs, checked and timed beside cuDNN (SWEEPS: which; TileLang's: SWEEPS=tilelang): Helion's (tiles, warps,
                       # stages, pointer or TMA loads), JAX Pallas's Triton lowering (tiles, warps, stages), nvrtc's tiles
       knob_sweeps attention "${SWEEP_TIMEOUT:-400}" ${SWEEPS-helion jax_pallas nvrtc} ;;
     scan-sweep)       # the scans' knobs (the tile DSLs' tile and warps, one pass or two, nvrtc's and CuTe DSL's

@@ -2,7 +2,7 @@
 tile, cluster, tile order; nvrtc elementwise: kernel shape; nvrtc[cutlass]: CUTLASS tile and
 cluster; cuTile GEMM: tile, hints, persistent, prefetch; cuTile attention: tile, hints, prefetch;
 Helion attention: its Config; JAX Pallas attention (Triton lowering): tiles, warps, stages; nvrtc
-attention: tiles and Q in registers; the
+attention: tiles and Q in registers; TileLang attention: tiles, stages, threads; the
 scans of Triton, Helion and TileLang (one pass): tile and warps, of cuTile (reduce-then-scan): tile;
 nvrtc's scan: its tile; CuTe DSL's scan: tile and
 look-back sleep; JAX Pallas's scan: two passes or one, tile and warps):
@@ -19,6 +19,7 @@ copy for the rest: tools/sweep.py).
     python -m tools.knob_sweep jax_pallas attention --out DIR; python -m tools.knob_sweep nvrtc attention --out DIR
     python -m tools.knob_sweep triton scan --out DIR; python -m tools.knob_sweep helion scan --variant fixed --out DIR
     python -m tools.knob_sweep tilelang scan --out DIR; python -m tools.knob_sweep cutile scan --out DIR
+    python -m tools.knob_sweep tilelang attention --out DIR
     python -m tools.knob_sweep nvrtc scan --out DIR; python -m tools.knob_sweep cute_dsl scan --out DIR
     python -m tools.knob_sweep jax_pallas scan --out DIR
 
@@ -114,6 +115,15 @@ def tilelang_scan(case, variant):
     return [{"tile_rows": r, "tile_cols": c, "threads": t} for r, c, t in shapes]
 
 
+def tilelang_attention(case, variant):
+    """(queries, keys a step, stages, threads) around the example's one config (128 x 128, 2 stages, 256
+    threads: two consumer warpgroups, TileLang adds the TMA producer): 64-key steps in 2 and 3 stages
+    (shared memory: Q, O and 3 K and V tiles fit 227 KB at head dim 128), no pipelining, one warpgroup."""
+    shapes = ((128, 128, 2, 256), (128, 64, 2, 256), (128, 64, 3, 256), (128, 128, 1, 256), (64, 128, 2, 128),
+              (64, 64, 3, 128))
+    return [{"block_m": m, "block_n": n, "stages": st, "threads": t} for m, n, st, t in shapes]
+
+
 def cutile_scan(case, variant):
     """cuTile's reduce-then-scan: the elements a block sums, then scans; last (an earlier one-pass try
     did not finish on the GPU), its windowed one-pass look-back."""
@@ -192,6 +202,8 @@ CANDIDATES = {("cute_dsl", "gemm"): (cute_dsl_gemm, GEMM_CASES),
               ("triton", "scan"): (one_pass_scan, SCAN_CASES),
               ("helion", "scan"): (one_pass_scan, SCAN_CASES),          # with --variant fixed
               ("tilelang", "scan"): (tilelang_scan, SCAN_CASES),
+              ("tilelang", "attention"): (tilelang_attention, ("4x32x4096x128-full-bfloat16",
+                                                               "4x32x4096x128-causal-bfloat16")),
               ("cutile", "scan"): (cutile_scan, SCAN_CASES)}
 
 
