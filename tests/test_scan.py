@@ -141,3 +141,12 @@ def test_numba_simts_scan_compiles_its_warp_look_back_for_sm90():
     if out.returncode != 0 and "NVVM" in out.stderr and "compiled" not in out.stdout:
         pytest.skip(f"numba-cuda finds no NVVM to compile with: {out.stderr.strip().splitlines()[-1][:200]}")
     assert out.returncode == 0 and "compiled" in out.stdout, out.stderr[-3000:]
+
+
+def test_the_scan_profile_probe_checks_then_calls_again(capsys):
+    """experiments/scan_profile builds an implementation by the lab's Session, checks it against the
+    float64 reference and calls it again (what Nsight Compute profiles); NumPy's scan on the CPU here."""
+    from experiments.scan_profile import probe
+    assert probe.main(["array_api", "--variant", "numpy", "--case", "4097-float32", "--calls", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "4097-float32: checked" in out and "called 3 more times" in out

@@ -9,7 +9,7 @@
 #                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs, context-probe,
 #                                        lanes-full, lanes-check, demo, profile, faults, check-fixes, verify, sweep,
 #                                        attention, attention-sweep, warp-attention-sweep, scan, scan-sweep,
-#                                        memory-sweeps, examples
+#                                        memory-sweeps, examples, scan-ncu
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -200,6 +200,15 @@ for step in "$@"; do
       knob_sweeps scan "${SWEEP_TIMEOUT:-240}" ${SWEEPS-triton helion tilelang cutile nvrtc cute_dsl jax_pallas} ;;
     warp-attention-sweep)  # Warp's attention plans (queries and keys a block, threads) beside PyTorch's flash SDPA
       timeout "${SWEEP_TIMEOUT:-400}" python -m tools.warp_tiles_sweep attention --out "$OUT/$step/warp" ;;
+    scan-ncu)         # Nsight Compute on the one-pass scans at 2^28 float32 (the kernel's second call, after
+                      # its check): memory throughput, occupancy, warp stalls side by side (SCANS: which)
+      for b in ${SCANS-nvrtc numba_simt cute_dsl cuda_coop}; do
+        timeout 240 ncu --kernel-name regex:scan --launch-skip 1 --launch-count 1 --section SpeedOfLight \
+          --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
+          --section SchedulerStats python -m experiments.scan_profile.probe "$b" > "$OUT/$step/$b.txt" 2>&1
+        grep -E "Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per|Duration|Stall|checked" \
+          "$OUT/$step/$b.txt" | head -20 | sed "s/^/$b: /"
+      done ;;
     memory-sweeps)    # the memory-bound rows below their case's best on this GPU kind: nvrtc's elementwise
                       # plans, Warp's and nvmath's row-sum plans, the one-pass scans' tile and warps
       timeout 150 python -m tools.knob_sweep nvrtc elementwise --out "$OUT/$step/nvrtc-elementwise"
