@@ -5,9 +5,9 @@ A block takes its tile from a ticket counter (cuda.atomic.add), so every tile it
 block already running. A warp scans its own stretch of the tile row by row: a row is LANE_ITEMS
 consecutive elements per lane (one 16-byte load of float32, one 8-byte word of 16-bit inputs: _common's
 packed access, coalesced), summed in the lane's registers, then across the warp with shfl_up_sync
-(5 steps), each row carried into the next. The warps' totals meet in shared memory; thread 0 publishes
-the tile's aggregate, looks back for the sum of the tiles before it and publishes its inclusive prefix;
-then every thread adds its offsets and writes 16 bytes a row. The last tile, when partial, is read and
+(5 steps), each row carried into the next. The warps' totals meet in shared memory; the first warp
+publishes the tile's aggregate, looks back for the sum of the tiles before it and publishes its
+inclusive prefix; then every thread adds its offsets and writes 16 bytes a row. The last tile, when partial, is read and
 written element by element (0.0 past n). 16-bit inputs are widened on load; sums and output are float32.
 
 A tile's word packs its status (high 32 bits) and a float32 (low 32) in one uint64: cuda.atomic.exch
