@@ -22,7 +22,8 @@ import torch
 from backends.helion import effort, interpreted, prepared
 
 LOG2E = 1.4426950408889634
-CAUSAL_STAGES = 4       # key tiles in flight in the causal kernel's two loops, at head dim 128
+STAGES = 3              # key tiles in flight on a GPU
+CAUSAL_STAGES = 4       # in the causal kernel's two loops at head dim 128
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, causal: hl.constexpr) -> None:
@@ -77,9 +78,9 @@ def fixed(head_dim, causal):
     if interpreted():
         return helion.Config(block_sizes=block_sizes, num_warps=4, num_stages=1)
     if head_dim >= 128:
-        return helion.Config(block_sizes=block_sizes, num_warps=8, num_stages=CAUSAL_STAGES if causal else 3,
+        return helion.Config(block_sizes=block_sizes, num_warps=8, num_stages=CAUSAL_STAGES if causal else STAGES,
                              indexing="tensor_descriptor")
-    return helion.Config(block_sizes=block_sizes, num_warps=4, num_stages=3)
+    return helion.Config(block_sizes=block_sizes, num_warps=4, num_stages=STAGES)
 
 
 def supports(case, variant=""):
