@@ -10,7 +10,7 @@ import pytest
 import backends
 import problems
 from harness.report import markdown
-from harness.results import compare, merge
+from harness.results import compare, merge, records
 from tests.conftest import ROOT
 from tests.test_cli import ways
 
@@ -415,3 +415,24 @@ def test_the_kernel_is_found_in_every_implementation_file():
     for problem in backends.problems_of("nvrtc"):                # C++ in a string, shown as C++
         nvrtc = kernel_source.spans(backends.source_path("nvrtc", problem).read_text())
         assert [s.language for s in nvrtc] == ["cuda"], problem
+
+
+def test_a_compile_figure_measured_in_one_lane_joins_the_rows_another_lane_ran():
+    """A resumed --gpus run: lane 1 measured nvrtc scan's compile processes before the call's limit,
+    the resume dealt its rows to lane 0. Lane 1's document, with no row of that implementation, keeps
+    the figure, and the merge puts it on lane 0's rows of the same GPU model."""
+    row = merge.load(CUTE)["records"][0]
+    run = {"type": "run", "run": {"id": "lane", "started": "t", "argv": [], "kinds": ["test"], "complete": False},
+           "environment": {"gpus": [{"name": "NVIDIA H200"}]}}
+    figure = {"case": row["case"], "cold_s": 2.9, "warm_s": 1.7}
+    key = {"backend": row["backend"], "variant": row["variant"], "problem": row["problem"]}
+    lane1 = records.merge([run, {"type": "compile", **key, "compile": figure}, {"type": "end", "run": {}}])
+    lane0 = records.merge([run, {"type": "record", "record": {**row, "compile": None}}, {"type": "end", "run": {}}])
+    assert lane1["records"] == [] and lane1["compiles"] == [{**key, "compile": figure}]
+    assert "compiles" not in lane0 and lane0["records"][0]["compile"] is None
+    for docs in ([lane0, lane1], [lane1, lane0]):
+        doc = merge.merge(docs, ["gpu0", "gpu1"])
+        assert [r["compile"] for r in doc["records"]] == [figure] and "compiles" not in doc
+    other = {**lane1, "environment": {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]}}   # another GPU model's
+    doc = merge.merge([lane0, other], ["h200", "h100"])
+    assert doc["records"][0]["compile"] is None and doc["compiles"] == [{**key, "compile": figure}]

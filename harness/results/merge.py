@@ -78,6 +78,7 @@ def merge(docs: list[dict], names: list[str] | None = None) -> dict:
             if key not in kept or _rank(r) >= _rank(kept[key]):
                 kept[key] = r
         crosscheck += [{**x, "source": source} for x in doc.get("crosscheck") or []]
+    orphans = _join_compiles(docs, kept)
     runs = [{"id": d["run"]["id"], "file": n, "started": d["run"].get("started"), "finished": d["run"].get("finished"),
              "argv": d["run"].get("argv"), "gpu": gpu_name(d),
              "commit": (d.get("environment") or {}).get("git_commit"), "complete": d["run"].get("complete")}
@@ -94,4 +95,24 @@ def merge(docs: list[dict], names: list[str] | None = None) -> dict:
         "crosscheck": crosscheck,
         "references": docs[0].get("references") or {},
         "references_by_run": {d["run"]["id"]: d.get("references") or {} for d in docs},
+        **({"compiles": orphans} if orphans else {}),
     }
+
+
+def _join_compiles(docs: list[dict], kept: dict[tuple, dict]) -> list[dict]:
+    """Compile figures measured by one document (a lane) onto the rows of the same implementation and
+    GPU model that another holds without them; those no row takes are returned."""
+    found: dict[tuple, dict] = {}
+    for doc in docs:
+        gpu = gpu_name(doc)
+        for x in [*doc["records"], *(doc.get("compiles") or [])]:
+            if x.get("compile"):
+                found.setdefault((gpu, x["backend"], x["variant"], x["problem"]), x["compile"])
+    taken = set()
+    for (gpu, problem, _case, backend, variant), r in kept.items():     # each r is the merge's own copy
+        key = (gpu, backend, variant, problem)
+        if key in found:
+            taken.add(key)
+            r["compile"] = r.get("compile") or found[key]
+    return [{"backend": k[1], "variant": k[2], "problem": k[3], "compile": c}
+            for k, c in found.items() if k not in taken]

@@ -84,6 +84,11 @@ def merge(lines: list[dict]) -> dict:
                 for c in (x for x in lines if x["type"] == "compile")}
     for r in records:
         r["compile"] = compiles.get((r["backend"], r["variant"], r["problem"]), r["compile"])
+    # a --gpus run measures an implementation's compile figures in one lane while a resumed part may
+    # deal its rows to another: such figures are kept for the lanes' merge to join to those rows
+    held = {(r["backend"], r["variant"], r["problem"]) for r in records}
+    orphans = [{"backend": k[0], "variant": k[1], "problem": k[2], "compile": c}
+               for k, c in compiles.items() if k not in held]
     parts = [x for x in lines if x["type"] in ("run", "resumed", "end", "stopped")]
     ends = [x for x in parts if x["type"] in ("end", "stopped")]     # "stopped": an interrupted part's profile
     environment = dict(header["environment"])
@@ -95,6 +100,8 @@ def merge(lines: list[dict]) -> dict:
     doc = {"schema_version": SCHEMA_VERSION, "run": {**header["run"], **(ends[-1]["run"] if ends else {})},
            "environment": environment, "records": records,
            "crosscheck": [x["crosscheck"] for x in lines if x["type"] == "crosscheck"]}
+    if orphans:
+        doc["compiles"] = orphans
     doc["run"]["complete"] = parts[-1]["type"] == "end"
     resumed = [x["run"] for x in parts if x["type"] == "resumed"]
     if resumed:
