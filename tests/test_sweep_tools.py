@@ -84,11 +84,12 @@ def test_helions_attention_sweep_builds_configs_its_build_takes():
         assert json.loads(json.dumps(shown(knobs[0])))["config"]["block_sizes"] == [128, 64, 64][:sizes]
 
 
-@pytest.mark.parametrize("problem", ["scan", "attention"])
+@pytest.mark.parametrize("problem", ["scan", "attention", "elementwise"])
 def test_nvrtcs_sweep_candidates_compile(problem):
-    """Each candidate the nvrtc scan and attention sweeps try (look-back delays and tiles; attention
-    tiles) is a kernel NVRTC compiles for the H100 (no GPU needed), the default among them, so a sweep
-    on the GPU node spends its time timing, not failing builds."""
+    """Each candidate the nvrtc scan, attention and elementwise sweeps try (scan tiles; attention
+    tiles; elementwise plans, with and without streaming cache hints) is a kernel NVRTC compiles for
+    the H100 (no GPU needed), the default among them, so a sweep on the GPU node spends its time
+    timing, not failing builds."""
     from tests.test_compile_only import nvrtc_library
     missing = nvrtc_library()
     if missing:

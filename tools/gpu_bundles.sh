@@ -3,13 +3,14 @@
 # 24 MiB (a call carries 64 MiB with the tracked tree, ~35 MB with the committed reports; 48 MiB parts
 # stopped fitting at 16 MB, 32 MiB ones at 35). Minutes of CPU (xz -9): start it early.
 #
-#   bash tools/gpu_bundles.sh [lab | lab-lite | cutile | tilelang ...]     (default: lab cutile tilelang)
+#   bash tools/gpu_bundles.sh [lab | lab-lite | cutile | tilelang | ray ...]     (default: lab cutile tilelang)
 #   bash tools/gpu_bundles.sh resplit DIR...       a packed bundle's parts cut again to PART_MIB (seconds, no repacking)
 #
 # lab       requirements/gpu-node.txt                 -> .gpu-bundle-lab/K       (unpack: bash .gpu-bundle-lab/K/unpack.sh)
 # lab-lite  the same without warp-lang and nvmath     -> .gpu-bundle-lab/K       (fewer parts, for steps that need neither)
 # cutile    requirements/cutile-site.txt              -> .gpu-bundle-cutile/K    (unpack with GPU_SITE=/tmp/cutile-site)
 # tilelang  requirements/tilelang-site.txt            -> .gpu-bundle-tilelang/K  (unpack with GPU_SITE=/tmp/tilelang-site)
+# ray       requirements/ray-node.txt                 -> .gpu-bundle-ray/K       (unpack with GPU_SITE=/tmp/ray-site)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pack=${PACK_SH:-../shared/gpu-bundle/pack.sh}
@@ -36,5 +37,6 @@ for what in "$@"; do case $what in
   lab-lite) bash "$pack" .gpu-bundle-lab $(pins requirements/gpu-node.txt | grep -v -E '^(warp-lang|nvmath-python|nvidia-libmathdx)') ;;
   cutile)   bash "$pack" .gpu-bundle-cutile $(pins requirements/cutile-site.txt) ;;
   tilelang) bash "$pack" .gpu-bundle-tilelang $(pins requirements/tilelang-site.txt) ;;
-  *) echo "gpu_bundles.sh: unknown bundle $what (lab, lab-lite, cutile, tilelang)" >&2; exit 2 ;;
+  ray)      bash "$pack" .gpu-bundle-ray $(pins requirements/ray-node.txt) ;;
+  *) echo "gpu_bundles.sh: unknown bundle $what (lab, lab-lite, cutile, tilelang, ray)" >&2; exit 2 ;;
 esac; done

@@ -16,7 +16,8 @@ source /tmp/gpu-site/env.sh
 gpu_state() { nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,pstate,temperature.gpu \
   --format=csv,noheader >> "$OUT/$1/gpu-state.csv"; }
 # TOOL's own site (cuTile, TileLang; none for the others) ahead of the lab's, for one command
-with_site() { local site; case $1 in cutile) site=$CUTILE_SITE ;; tilelang) site=${TILELANG_SITE:-/tmp/tilelang-site} ;; esac
+with_site() { local site; case $1 in cutile) site=$CUTILE_SITE ;; tilelang) site=${TILELANG_SITE:-/tmp/tilelang-site} ;;
+  ray) site=${RAY_SITE:-/tmp/ray-site} ;; esac
   shift; PYTHONPATH=${site:+$site:}$PYTHONPATH PATH=${site:+$site/nvidia/cu13/bin:}$PATH "$@"; }
 with_cutile() { with_site cutile "$@"; }
 # SIGINT before the call's limit: the run keeps what it measured (results.json, complete: false) and the
@@ -131,18 +132,30 @@ for step in "$@"; do
     lanes-check)      # do lanes measure what one GPU does? The same bench rows on GPU 0 alone twice (the
                       # repeat is the baseline: how "same" one GPU is with itself), then on every GPU in
                       # lanes, judged by compare --repeat. STAGE=one-a, one-b, lanes: a call each (the
-                      # three runs outlast one call; the node keeps $WORK while warm)
+                      # three runs outlast one call; the node keeps $WORK while warm). STAGE=other: the same
+                      # on GPU 1 alone, a repeat on another chip (lanes are several chips), judged beside;
+                      # STAGE=ray: the lanes' run through Ray (--ray local:N, N the node's GPUs; Ray's own
+                      # site, bash tools/gpu_bundles.sh ray), beside the lanes run
       sel=(-b "array_api[torch]" -b triton -b "nvrtc[]" --cases bench --no-compile --jobs "${JOBS:-8}")
       stage=${STAGE:-one-a}
       case $stage in
         one-a|one-b) run_ways "${sel[@]}" --gpus 0, --out "$OUT/$step/$stage" ;;
+        other) run_ways "${sel[@]}" --gpus 1, --out "$OUT/$step/other" ;;
+        ray)
+          with_site ray run_ways "${sel[@]}" --ray "local:$(nvidia-smi -L | wc -l)" --out "$OUT/$step/ray"
+          python -m harness compare "$OUT/$step/lanes/results.json" "$OUT/$step/ray/results.json" \
+            | tee "$OUT/$step/compare-lanes-vs-ray.md" ;;
         lanes)
           run_ways "${sel[@]}" --gpus all --out "$OUT/$step/lanes"
           python -m harness compare "$OUT/$step/one-a/results.json" "$OUT/$step/one-b/results.json" \
             | tee "$OUT/$step/compare-one-vs-one.md"
           python -m harness compare "$OUT/$step/one-a/results.json" "$OUT/$step/lanes/results.json" \
-            --repeat "$OUT/$step/one-b/results.json" | tee "$OUT/$step/compare-lanes-repeat.md" ;;
-        *) echo "lanes-check: STAGE is one-a, one-b or lanes" >&2 ;;
+            --repeat "$OUT/$step/one-b/results.json" | tee "$OUT/$step/compare-lanes-repeat.md"
+          if [ -f "$OUT/$step/other/results.json" ]; then
+            python -m harness compare "$OUT/$step/one-a/results.json" "$OUT/$step/lanes/results.json" \
+              --repeat "$OUT/$step/other/results.json" | tee "$OUT/$step/compare-lanes-repeat-other-gpu.md"
+          fi ;;
+        *) echo "lanes-check: STAGE is one-a, one-b, other, lanes or ray" >&2 ;;
       esac ;;
     profile)          # the host side of a bench case piece by piece, then where a short run's time goes
       timeout 60 python -m experiments.host_side.probe --out "$OUT/$step/host-elementwise.json"
@@ -210,8 +223,8 @@ for step in "$@"; do
           "$OUT/$step/$b.txt" | head -20 | sed "s/^/$b: /"
       done ;;
     memory-sweeps)    # the memory-bound rows below their case's best on this GPU kind: nvrtc's elementwise
-                      # plans, Warp's and nvmath's row-sum plans, the one-pass scans' tile and warps
-      timeout 150 python -m tools.knob_sweep nvrtc elementwise --out "$OUT/$step/nvrtc-elementwise"
+                      # plans (shape, cache hints), Warp's and nvmath's row-sum plans (the scans: scan-sweep)
+      timeout 240 python -m tools.knob_sweep nvrtc elementwise --out "$OUT/$step/nvrtc-elementwise"
       timeout 150 python -m tools.warp_tiles_sweep segreduce --out "$OUT/$step/warp-segreduce"
       timeout 150 python -m tools.nvmath_sweep segreduce --jobs 12 --out "$OUT/$step/nvmath-segreduce" ;;
     examples)         # the tools' own attention examples and cuda.compute's scan benchmark (.upstream/ carried)

@@ -1,5 +1,5 @@
 """Which knobs an implementation takes, for those whose build() takes keyword knobs (CuTe DSL GEMM:
-tile, cluster, tile order; nvrtc elementwise: kernel shape; nvrtc[cutlass]: CUTLASS tile and
+tile, cluster, tile order; nvrtc elementwise: kernel shape and cache hints; nvrtc[cutlass]: CUTLASS tile and
 cluster; cuTile GEMM: tile, hints, persistent, prefetch; cuTile attention: tile, hints, prefetch;
 Helion attention: its Config; JAX Pallas attention (Triton lowering): tiles, warps, stages; nvrtc
 attention: tiles and Q in registers; TileLang attention: tiles, stages, threads; the
@@ -54,7 +54,8 @@ def cute_dsl_gemm(case, variant):
 def nvrtc_elementwise(case, variant):
     from backends.nvrtc.elementwise import Plan
     return [{"plan": Plan("stride", t, per_sm=b)} for t, b in ((256, 8), (512, 4), (1024, 2), (256, 16))] + \
-        [{"plan": Plan("chunks", t, vpt=v)} for t in (128, 256, 512) for v in (1, 2, 4, 8)]
+        [{"plan": Plan("chunks", t, vpt=v, streaming=s)} for s in (True, False) for t in (128, 256, 512)
+         for v in (1, 2, 4, 8)]
 
 
 def nvrtc_cutlass_gemm(case, variant):
@@ -164,8 +165,10 @@ def cute_dsl_scan(case, variant):
 
 def nvrtc_scan(case, variant):
     """The look-back scan's tile (threads x items): CUB's sm90 tile first, then its neighbours (CUB's own
-    look-back with its delays, swept here before, lost 12 points to the ticket look-back at CUB's tile)."""
-    return [{"threads": t, "items": i} for t, i in ((128, 24), (256, 12), (128, 16), (256, 16), (128, 32))]
+    look-back with its delays, swept here before, lost 12 points to the ticket look-back at CUB's tile),
+    then tiles of 6-8K elements: fewer look-backs a byte, for a GPU whose copy outruns the chain of tiles."""
+    return [{"threads": t, "items": i} for t, i in ((128, 24), (256, 12), (128, 16), (256, 16), (128, 32),
+                                                     (256, 24), (512, 16), (128, 48))]
 
 
 def one_pass_scan(case, variant):

@@ -1,8 +1,9 @@
 """z = alpha * x + y in CUDA C++ (NVRTC) over 16-byte vectors (4 floats or 8 halves), computed in
 float32. Two shapes of kernel: "stride" is a grid-stride loop over a few blocks per SM; "chunks"
 gives each block THREADS x VPT vectors, which each thread loads all at once (VPT loads in flight
-before the first use) with streaming cache hints (the data is touched once), then computes and
-stores. The ragged tail (fewer than one vector) element by element."""
+before the first use), then computes and stores, with streaming cache hints (the data is touched
+once: evict first) or plain loads and stores, a plan's choice. The ragged tail (fewer than one
+vector) element by element."""
 from typing import NamedTuple
 
 import numpy as np
@@ -45,7 +46,13 @@ __global__ void axpy(const T* __restrict__ x, const T* __restrict__ y, T* __rest
     axpy_tail(x, y, z, alpha, vectors * VEC, n, first, stride);
 }
 
-template <typename T, int VPT>
+template <int STREAMING>
+__device__ inline uint4 load_vector(const uint4* p) { if constexpr (STREAMING) return __ldcs(p); else return *p; }
+
+template <int STREAMING>
+__device__ inline void store_vector(uint4* p, uint4 v) { if constexpr (STREAMING) __stcs(p, v); else *p = v; }
+
+template <typename T, int VPT, int STREAMING>
 __global__ void axpy_chunks(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ z, float alpha,
                             long long n) {
     constexpr int VEC = sizeof(uint4) / sizeof(T);
@@ -56,12 +63,12 @@ __global__ void axpy_chunks(const T* __restrict__ x, const T* __restrict__ y, T*
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
         const long long v = base + static_cast<long long>(j) * blockDim.x;
-        if (v < vectors) { a[j] = __ldcs(xv + v); b[j] = __ldcs(yv + v); }
+        if (v < vectors) { a[j] = load_vector<STREAMING>(xv + v); b[j] = load_vector<STREAMING>(yv + v); }
     }
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
         const long long v = base + static_cast<long long>(j) * blockDim.x;
-        if (v < vectors) __stcs(reinterpret_cast<uint4*>(z) + v, axpy_vector<T>(alpha, a[j], b[j]));
+        if (v < vectors) store_vector<STREAMING>(reinterpret_cast<uint4*>(z) + v, axpy_vector<T>(alpha, a[j], b[j]));
     }
     if (blockIdx.x == 0) axpy_tail(x, y, z, alpha, vectors * VEC, n, threadIdx.x, blockDim.x);
 }
@@ -73,6 +80,7 @@ class Plan(NamedTuple):
     threads: int = 256
     vpt: int = 4        # chunks: vectors a thread
     per_sm: int = 8     # stride: blocks an SM
+    streaming: bool = True   # chunks: evict-first loads and stores (__ldcs / __stcs), else plain ones
 
 
 # tools/knob_sweep.py on both GPUs: one vector a thread in 128-thread blocks is within 1 point of each
@@ -84,7 +92,7 @@ BEST = dict.fromkeys(("float32", "float16", "bfloat16"), Plan("chunks", 128, 1))
 
 def kernel_name(case, plan=None):
     plan, t = plan or BEST[case.dtype], CXX_TYPE[case.dtype]
-    return f"axpy<{t}>" if plan.kind == "stride" else f"axpy_chunks<{t}, {plan.vpt}>"
+    return f"axpy<{t}>" if plan.kind == "stride" else f"axpy_chunks<{t}, {plan.vpt}, {int(plan.streaming)}>"
 
 
 def build(case, inputs, outputs, stream, variant="", plan=None):
