@@ -41,8 +41,9 @@ def test_pct_of_reference():
 
 
 def test_the_sweeps_knobs_are_the_builds_keywords():
-    """Every knob a scan's sweep (and JAX Pallas's, nvrtc's and TileLang's attention sweeps) tries is a keyword its
-    build() takes (read from the source: nothing imported), and the sweep names real bench cases."""
+    """Every knob a scan's sweep (and JAX Pallas's, nvrtc's and TileLang's attention sweeps, cuda.coop's row
+    sum's) tries is a keyword its build() takes (read from the source: nothing imported), and the sweep
+    names real bench cases."""
     import ast
 
     import backends
@@ -50,7 +51,7 @@ def test_the_sweeps_knobs_are_the_builds_keywords():
     from tools.knob_sweep import CANDIDATES
     for (backend, problem), (make, cases) in CANDIDATES.items():
         if problem != "scan" and (backend, problem) not in {("jax_pallas", "attention"), ("nvrtc", "attention"),
-                                                          ("tilelang", "attention")}:
+                                                          ("tilelang", "attention"), ("cuda_coop", "segreduce")}:
             continue
         tree = ast.parse(backends.source_path(backend, problem).read_text())
         functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}

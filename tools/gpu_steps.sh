@@ -223,10 +223,13 @@ for step in "$@"; do
           "$OUT/$step/$b.txt" | head -20 | sed "s/^/$b: /"
       done ;;
     memory-sweeps)    # the memory-bound rows below their case's best on this GPU kind: nvrtc's elementwise
-                      # plans (shape, cache hints), Warp's and nvmath's row-sum plans (the scans: scan-sweep)
+                      # plans (shape, cache hints), Warp's row-sum plans, cuda.coop's loads in flight on
+                      # short rows (the scans: scan-sweep; nvmath's row-sum plans, swept on both GPUs
+                      # already: NVMATH=1)
       timeout 240 python -m tools.knob_sweep nvrtc elementwise --out "$OUT/$step/nvrtc-elementwise"
       timeout 150 python -m tools.warp_tiles_sweep segreduce --out "$OUT/$step/warp-segreduce"
-      timeout 150 python -m tools.nvmath_sweep segreduce --jobs 12 --out "$OUT/$step/nvmath-segreduce" ;;
+      timeout 120 python -m tools.knob_sweep cuda_coop segreduce --out "$OUT/$step/cuda-coop-segreduce"
+      [ -z "${NVMATH:-}" ] || timeout 150 python -m tools.nvmath_sweep segreduce --jobs 12 --out "$OUT/$step/nvmath-segreduce" ;;
     examples)         # the tools' own attention examples and cuda.compute's scan benchmark (.upstream/ carried)
       upstream_attention "$OUT/$step"
       bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;

@@ -1,5 +1,6 @@
 """Per-row sum with cuda.coop: long rows take a block each (block load of tiles, a running sum
-per thread, one block sum at the end); short rows take a warp each (striped loads, warp sum)."""
+per thread, one block sum at the end); short rows take a warp each (striped loads, LOADS of them a
+lane in flight into as many running sums, then a warp sum)."""
 import numba
 import numpy as np
 from numba import cuda
@@ -13,6 +14,7 @@ ITEMS = 8                        # per thread and tile: 32 bytes of float32
 TILE = THREADS * ITEMS
 WARPS = THREADS // 32
 WARP_PER_ROW_UP_TO = 1024        # columns
+LOADS = 1                        # short rows: loads a lane has in flight (tools/knob_sweep.py cuda_coop segreduce)
 
 
 def block_per_row(dtype):
@@ -40,7 +42,7 @@ def block_per_row(dtype):
     return row_sum
 
 
-def warp_per_row(dtype):
+def warp_per_row(dtype, loads):
     warp_sum = coop.warp.make_sum(numba.float32)
 
     @cuda.jit(link=warp_sum.files)
@@ -48,9 +50,17 @@ def warp_per_row(dtype):
         row = cuda.blockIdx.x * WARPS + cuda.threadIdx.x // 32
         lane = cuda.threadIdx.x % 32
         if row < x.shape[0]:
+            cols = x.shape[1]
+            part = cuda.local.array(loads, numba.float32)
+            for k in range(loads):
+                part[k] = numba.float32(0.0)
+            for c in range(lane, cols, 32 * loads):
+                for k in range(loads):          # a constant count: unrolled, its loads issued together
+                    if c + 32 * k < cols:
+                        part[k] += numba.float32(x[row, c + 32 * k])
             acc = numba.float32(0.0)
-            for c in range(lane, x.shape[1], 32):
-                acc += numba.float32(x[row, c])
+            for k in range(loads):
+                acc += part[k]
             total = warp_sum(acc)
             if lane == 0:
                 y[row] = total
@@ -64,13 +74,13 @@ def supports(case, variant=""):
     return None
 
 
-def build(case, inputs, outputs, stream, variant=""):
+def build(case, inputs, outputs, stream, variant="", loads=LOADS):
     x, y = inputs["x"], outputs["y"]
     rows, cols = x.shape
     dtype = numba.from_dtype(np.dtype(case.dtype))
     with compiling():          # NVRTC for the primitives, then numba: CPU work, others may time meanwhile
         if cols <= WARP_PER_ROW_UP_TO:
-            kernel, grid = warp_per_row(dtype), (rows + WARPS - 1) // WARPS
+            kernel, grid = warp_per_row(dtype, loads), (rows + WARPS - 1) // WARPS
         else:
             kernel, grid = block_per_row(dtype), rows
         kernel.compile((numba.typeof(x), numba.typeof(y)))
