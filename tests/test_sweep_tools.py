@@ -41,8 +41,8 @@ def test_pct_of_reference():
 
 
 def test_the_sweeps_knobs_are_the_builds_keywords():
-    """Every knob a scan's sweep (and JAX Pallas's, nvrtc's and TileLang's attention sweeps, cuda.coop's row
-    sum's) tries is a keyword its build() takes (read from the source: nothing imported), and the sweep
+    """Every knob a scan's sweep (and JAX Pallas's, nvrtc's and TileLang's attention sweeps, cuda.coop's and
+    Triton's row sums') tries is a keyword its build() takes (read from the source: nothing imported), and the sweep
     names real bench cases."""
     import ast
 
@@ -51,7 +51,8 @@ def test_the_sweeps_knobs_are_the_builds_keywords():
     from tools.knob_sweep import CANDIDATES
     for (backend, problem), (make, cases) in CANDIDATES.items():
         if problem != "scan" and (backend, problem) not in {("jax_pallas", "attention"), ("nvrtc", "attention"),
-                                                          ("tilelang", "attention"), ("cuda_coop", "segreduce")}:
+                                                          ("tilelang", "attention"), ("cuda_coop", "segreduce"),
+                                                          ("triton", "segreduce")}:
             continue
         tree = ast.parse(backends.source_path(backend, problem).read_text())
         functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -174,3 +175,37 @@ print("lowered", len(cases))
     done = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0 and "lowered 2" in done.stdout, done.stderr[-2000:]
+
+
+TRITON_ROW_SUM_KNOBS = r"""
+import problems
+from harness.run.session import Session
+from tools.knob_sweep import CANDIDATES
+from tools.sweep import build_and_check
+s, prob = Session("triton", ""), problems.get("segreduce")
+make, cases = CANDIDATES["triton", "segreduce"]
+every = make(prob.case(cases[0]), "")
+counts = sorted({k["per_program"] for k in every})
+picked = [[k for k in every if k["per_program"] == r][i % 3] for i, r in enumerate(counts)]   # warps varied
+for name in ("64x1000-float32", "50000x3-float32", "64x1000-float16"):
+    case = prob.case(name)
+    for knobs in picked:
+        build_and_check(s, "segreduce", case, s.arrays(prob, case, 0), knobs)
+print("checked")
+"""
+
+
+def test_tritons_row_sum_sweep_candidates_are_right_in_the_interpreter():
+    """The rows a program and warps the Triton row-sum sweep tries, each built through the sweep's own
+    build-and-check on short-row test cases (a partial last program among them) in Triton's
+    interpreter; in a process of its own: the interpreter is chosen when the kernel is defined."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    out = subprocess.run([sys.executable, "-c", TRITON_ROW_SUM_KNOBS], cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=600)
+    assert out.returncode == 0 and "checked" in out.stdout, out.stderr[-3000:]

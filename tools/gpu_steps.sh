@@ -9,7 +9,7 @@
 #                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs, context-probe,
 #                                        lanes-full, lanes-check, demo, profile, faults, check-fixes, verify, sweep,
 #                                        attention, attention-sweep, warp-attention-sweep, scan, scan-sweep,
-#                                        memory-sweeps, examples, scan-ncu
+#                                        memory-sweeps, short-rows-sweep, examples, scan-ncu
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -223,13 +223,14 @@ for step in "$@"; do
           "$OUT/$step/$b.txt" | head -20 | sed "s/^/$b: /"
       done ;;
     memory-sweeps)    # the memory-bound rows below their case's best on this GPU kind: nvrtc's elementwise
-                      # plans (shape, cache hints), Warp's row-sum plans, cuda.coop's loads in flight on
-                      # short rows (the scans: scan-sweep; nvmath's row-sum plans, swept on both GPUs
-                      # already: NVMATH=1)
+                      # plans (shape, cache hints), Warp's and nvmath's row-sum plans (the short rows:
+                      # short-rows-sweep; the scans: scan-sweep)
       timeout 240 python -m tools.knob_sweep nvrtc elementwise --out "$OUT/$step/nvrtc-elementwise"
       timeout 150 python -m tools.warp_tiles_sweep segreduce --out "$OUT/$step/warp-segreduce"
-      timeout 120 python -m tools.knob_sweep cuda_coop segreduce --out "$OUT/$step/cuda-coop-segreduce"
-      [ -z "${NVMATH:-}" ] || timeout 150 python -m tools.nvmath_sweep segreduce --jobs 12 --out "$OUT/$step/nvmath-segreduce" ;;
+      timeout 150 python -m tools.nvmath_sweep segreduce --jobs 12 --out "$OUT/$step/nvmath-segreduce" ;;
+    short-rows-sweep) # 1048576x256 row sums: cuda.coop's loads in flight, Triton's rows a program and warps
+      timeout 200 python -m tools.knob_sweep cuda_coop segreduce --out "$OUT/$step/cuda-coop"
+      timeout 240 python -m tools.knob_sweep triton segreduce --out "$OUT/$step/triton" ;;
     examples)         # the tools' own attention examples and cuda.compute's scan benchmark (.upstream/ carried)
       upstream_attention "$OUT/$step"
       bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;

@@ -14,13 +14,13 @@ def row_sum(x_ptr, y_ptr, rows, cols, ROWS: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(y_ptr + r, tl.sum(acc, axis=1)[:, None], mask=r < rows)
 
 
-def build(case, inputs, outputs, stream, variant=""):
+def build(case, inputs, outputs, stream, variant="", per_program=None, warps=None):
     x, y = inputs["x"], outputs["y"]
     rows, cols = x.shape
     block = min(4096, triton.next_power_of_2(cols))
-    per_program = max(1, min(64, 4096 // block))        # about 4096 elements in flight per program
+    per_program = per_program or max(1, min(64, 4096 // block))    # about 4096 elements in flight a program
     grid = (triton.cdiv(rows, per_program),)
-    warps = 8 if block * per_program >= 4096 else 4
+    warps = warps or (8 if block * per_program >= 4096 else 4)
     row_sum.warmup(x, y, rows, cols, ROWS=per_program, BLOCK=block, num_warps=warps, grid=grid)
 
     def run():
