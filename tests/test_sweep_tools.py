@@ -52,7 +52,7 @@ def test_the_sweeps_knobs_are_the_builds_keywords():
     for (backend, problem), (make, cases) in CANDIDATES.items():
         if problem != "scan" and (backend, problem) not in {("jax_pallas", "attention"), ("nvrtc", "attention"),
                                                           ("tilelang", "attention"), ("cuda_coop", "segreduce"),
-                                                          ("triton", "segreduce")}:
+                                                          ("triton", "segreduce"), ("nvrtc", "segreduce")}:
             continue
         tree = ast.parse(backends.source_path(backend, problem).read_text())
         functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -86,10 +86,11 @@ def test_helions_attention_sweep_builds_configs_its_build_takes():
         assert json.loads(json.dumps(shown(knobs[0])))["config"]["block_sizes"] == [128, 64, 64][:sizes]
 
 
-@pytest.mark.parametrize("problem", ["scan", "attention", "elementwise"])
+@pytest.mark.parametrize("problem", ["scan", "attention", "elementwise", "segreduce"])
 def test_nvrtcs_sweep_candidates_compile(problem):
-    """Each candidate the nvrtc scan, attention and elementwise sweeps try (scan tiles; attention
-    tiles; elementwise plans, with and without streaming cache hints) is a kernel NVRTC compiles for
+    """Each candidate the nvrtc scan, attention, elementwise and row-sum sweeps try (scan tiles; attention
+    tiles; elementwise plans, with and without streaming cache hints; short rows' loads at once or
+    strided, warps a block) is a kernel NVRTC compiles for
     the H100 (no GPU needed), the default among them, so a sweep on the GPU node spends its time
     timing, not failing builds."""
     from tests.test_compile_only import nvrtc_library

@@ -1,12 +1,15 @@
 """Per-row sum in CUDA C++ (NVRTC): long rows get a block each, reduced with CUB's BlockReduce;
 short rows (up to SHORT_ROW columns) a warp each, reduced with CUB's WarpReduce. Rows that start
-on a 16-byte boundary are read as 16-byte vectors; the sum is float32 for every input type."""
+on a 16-byte boundary are read as 16-byte vectors; the sum is float32 for every input type. Short
+rows that all start on one (whole vectors a row) may instead be loaded a lane's share at once
+(CUB's striped direct load of VPL vectors, then summed): build's `at_once`."""
 import numpy as np
 from cuda.core import LaunchConfig, launch
 
 from backends.nvrtc import CXX_TYPE, compile_cubin, device_arch
 
 SOURCE = r"""
+#include <cub/block/block_load.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/warp/warp_reduce.cuh>
 #include <cuda_bf16.h>
@@ -48,23 +51,54 @@ __global__ void __launch_bounds__(WARPS * 32) warp_row_sum(const T* __restrict__
     float total = Reduce(scratch[warp]).Sum(strided_sum(x + r * cols, cols, lane, 32));
     if (lane == 0) y[r] = total;
 }
+
+// Short rows of whole 16-byte vectors: a lane's VPL vectors of its row loaded together, then summed
+template <typename T, int WARPS, int VPL>
+__global__ void __launch_bounds__(WARPS * 32) warp_row_sum_at_once(const T* __restrict__ x, float* __restrict__ y,
+                                                                   long long rows, long long cols) {
+    constexpr int VEC = sizeof(uint4) / sizeof(T);
+    using Reduce = cub::WarpReduce<float>;
+    __shared__ typename Reduce::TempStorage scratch[WARPS];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const long long r = static_cast<long long>(blockIdx.x) * WARPS + warp;
+    if (r >= rows) return;
+    uint4 raw[VPL];
+    cub::LoadDirectStriped<32>(lane, reinterpret_cast<const uint4*>(x + r * cols), raw, static_cast<int>(cols / VEC),
+                               make_uint4(0, 0, 0, 0));
+    float acc = 0.0f;
+#pragma unroll
+    for (int i = 0; i < VPL; ++i) {
+        const T* e = reinterpret_cast<const T*>(&raw[i]);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) acc += static_cast<float>(e[k]);
+    }
+    float total = Reduce(scratch[warp]).Sum(acc);
+    if (lane == 0) y[r] = total;
+}
 """
 
 BLOCK, WARPS, SHORT_ROW = 512, 8, 1024
+VECTOR_BYTES = 16
+AT_ONCE = False          # short rows' loads at once: tools/knob_sweep.py nvrtc segreduce
 
 
-def kernel_name(case):
-    t = CXX_TYPE[case.dtype]
-    return f"warp_row_sum<{t}, {WARPS}>" if case.shape["cols"] <= SHORT_ROW else f"block_row_sum<{t}, {BLOCK}>"
+def kernel_name(case, at_once=AT_ONCE, warps=WARPS):
+    t, cols = CXX_TYPE[case.dtype], case.shape["cols"]
+    if cols > SHORT_ROW:
+        return f"block_row_sum<{t}, {BLOCK}>"
+    vec = VECTOR_BYTES // np.dtype(case.dtype).itemsize
+    if at_once and cols % vec == 0:
+        return f"warp_row_sum_at_once<{t}, {warps}, {-(-cols // (vec * 32))}>"
+    return f"warp_row_sum<{t}, {warps}>"
 
 
-def build(case, inputs, outputs, stream, variant=""):
+def build(case, inputs, outputs, stream, variant="", at_once=AT_ONCE, warps=WARPS):
     x, y = inputs["x"], outputs["y"]
     rows, cols = x.shape
-    name = kernel_name(case)
+    name = kernel_name(case, at_once and x.data.ptr % VECTOR_BYTES == 0, warps)
     kernel = compile_cubin(SOURCE, name, device_arch()).get_kernel(name)
     if cols <= SHORT_ROW:
-        config = LaunchConfig(grid=-(-rows // WARPS), block=WARPS * 32)
+        config = LaunchConfig(grid=-(-rows // warps), block=warps * 32)
         args = (x.data.ptr, y.data.ptr, np.int64(rows), np.int64(cols))
     else:
         config = LaunchConfig(grid=rows, block=BLOCK)
