@@ -41,9 +41,9 @@ def test_pct_of_reference():
 
 
 def test_the_sweeps_knobs_are_the_builds_keywords():
-    """Every knob a scan's sweep (and JAX Pallas's, nvrtc's and TileLang's attention sweeps, cuda.coop's and
-    Triton's row sums') tries is a keyword its build() takes (read from the source: nothing imported), and the sweep
-    names real bench cases."""
+    """Every knob a scan's sweep (and JAX Pallas's, nvrtc's and TileLang's attention sweeps, the row
+    sums' of cuda.coop, Triton, nvrtc and cuTile) tries is a keyword its build() takes (read from the
+    source: nothing imported), and the sweep names real bench cases."""
     import ast
 
     import backends
@@ -52,7 +52,8 @@ def test_the_sweeps_knobs_are_the_builds_keywords():
     for (backend, problem), (make, cases) in CANDIDATES.items():
         if problem != "scan" and (backend, problem) not in {("jax_pallas", "attention"), ("nvrtc", "attention"),
                                                           ("tilelang", "attention"), ("cuda_coop", "segreduce"),
-                                                          ("triton", "segreduce"), ("nvrtc", "segreduce")}:
+                                                          ("triton", "segreduce"), ("nvrtc", "segreduce"),
+                                                          ("cutile", "segreduce")}:
             continue
         tree = ast.parse(backends.source_path(backend, problem).read_text())
         functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -210,3 +211,18 @@ def test_tritons_row_sum_sweep_candidates_are_right_in_the_interpreter():
     out = subprocess.run([sys.executable, "-c", TRITON_ROW_SUM_KNOBS], cwd=ROOT, capture_output=True, text=True,
                          env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=600)
     assert out.returncode == 0 and "checked" in out.stdout, out.stderr[-3000:]
+
+
+def test_cutiles_row_sum_sweep_candidates_compile_for_sm90():
+    """Each tile the cuTile row-sum sweep tries compiles for the H100 on its short-row case (no GPU)."""
+    pytest.importorskip("cuda.tile", reason="cuda-tile not installed (pip install '.[cutile-aot]')")
+    from tests.test_compile_only import TOOLCHAIN
+    missing = TOOLCHAIN["cutile"]()
+    if missing:
+        pytest.skip(missing)
+    from backends import implementation
+    from tools.knob_sweep import CANDIDATES
+    make, cases = CANDIDATES["cutile", "segreduce"]
+    case = problems.get("segreduce").case(cases[0])
+    for knobs in make(case, ""):
+        assert implementation("cutile", "segreduce").export(case, "", "sm_90", **knobs), knobs

@@ -229,10 +229,11 @@ for step in "$@"; do
       timeout 150 python -m tools.warp_tiles_sweep segreduce --out "$OUT/$step/warp-segreduce"
       timeout 150 python -m tools.nvmath_sweep segreduce --jobs 12 --out "$OUT/$step/nvmath-segreduce" ;;
     short-rows-sweep) # 1048576x256 row sums: cuda.coop's loads in flight, Triton's rows a program and warps,
-                      # nvrtc's loads at once or strided and warps a block
-      timeout 150 python -m tools.knob_sweep cuda_coop segreduce --out "$OUT/$step/cuda-coop"
-      timeout 200 python -m tools.knob_sweep triton segreduce --out "$OUT/$step/triton"
-      timeout 150 python -m tools.knob_sweep nvrtc segreduce --out "$OUT/$step/nvrtc" ;;
+                      # nvrtc's loads at once or strided and warps a block, cuTile's tile (its own site)
+      timeout 120 python -m tools.knob_sweep cuda_coop segreduce --out "$OUT/$step/cuda-coop"
+      timeout 180 python -m tools.knob_sweep triton segreduce --out "$OUT/$step/triton"
+      timeout 120 python -m tools.knob_sweep nvrtc segreduce --out "$OUT/$step/nvrtc"
+      with_cutile timeout 120 python -m tools.knob_sweep cutile segreduce --out "$OUT/$step/cutile" ;;
     examples)         # the tools' own attention examples and cuda.compute's scan benchmark (.upstream/ carried)
       upstream_attention "$OUT/$step"
       bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;

@@ -7,7 +7,8 @@ scans of Triton, Helion and TileLang (one pass): tile and warps, of cuTile (redu
 nvrtc's scan: its tile; CuTe DSL's scan: tile and
 look-back sleep; JAX Pallas's scan: two passes or one, tile and warps; cuda.coop's row sum: loads a
 lane has in flight on short rows; Triton's row sum: rows a program and warps on short rows; nvrtc's
-row sum: a lane's vectors at once or strided, warps a block, on short rows):
+row sum: a lane's vectors at once or strided, warps a block, on short rows; cuTile's row sum: its
+tile's elements):
 each candidate built by the lab's Session on a bench case, checked against the float64 reference and
 timed cold beside the reference timed the same way in the same process (cuBLAS for GEMM, the 1 GiB
 copy for the rest: tools/sweep.py).
@@ -15,6 +16,7 @@ copy for the rest: tools/sweep.py).
     python -m tools.knob_sweep cute_dsl gemm --out DIR [--case NAME ...] [--variant tvm_ffi]
     python -m tools.knob_sweep nvrtc elementwise --out DIR; python -m tools.knob_sweep cuda_coop segreduce --out DIR
     python -m tools.knob_sweep triton segreduce --out DIR; python -m tools.knob_sweep nvrtc segreduce --out DIR
+    python -m tools.knob_sweep cutile segreduce --out DIR
     python -m tools.knob_sweep nvrtc gemm --variant cutlass --out DIR
     python -m tools.knob_sweep cutile gemm --out DIR; ... --variant tf32x3 --case 4096x4096x4096-float32
     python -m tools.knob_sweep cutile attention --out DIR
@@ -186,6 +188,11 @@ def cuda_coop_segreduce(case, variant):
     return [{"loads": n} for n in (1, 2, 4, 8)]
 
 
+def cutile_segreduce(case, variant):
+    """cuTile's row sum: the elements of a block's tile (short rows: rows a block), the default first."""
+    return [{"tile_elements": t} for t in (4096, 2048, 8192, 16384)]
+
+
 def nvrtc_segreduce(case, variant):
     """nvrtc's short rows: a lane's vectors loaded together (CUB's striped direct load) or in its strided
     loop (the default), in blocks of 8, 4 or 16 warps."""
@@ -222,6 +229,7 @@ CANDIDATES = {("cute_dsl", "gemm"): (cute_dsl_gemm, GEMM_CASES),
               ("cuda_coop", "segreduce"): (cuda_coop_segreduce, ("1048576x256-float32",)),
               ("triton", "segreduce"): (triton_segreduce, ("1048576x256-float32",)),
               ("nvrtc", "segreduce"): (nvrtc_segreduce, ("1048576x256-float32",)),
+              ("cutile", "segreduce"): (cutile_segreduce, ("1048576x256-float32",)),
               ("nvrtc", "scan"): (nvrtc_scan, SCAN_CASES),
               ("cute_dsl", "scan"): (cute_dsl_scan, SCAN_CASES),
               ("jax_pallas", "scan"): (jax_pallas_scan, SCAN_CASES),

@@ -19,15 +19,15 @@ def row_sum(x, y, rows: ct.Constant[int], cols: ct.Constant[int]):
     ct.store(y, index=(bid,), tile=ct.sum(acc, axis=1))
 
 
-def tile_shape(n_cols):
-    """Columns: the power of two covering a row, up to TILE_ELEMENTS; rows: the rest of the tile."""
-    cols = min(TILE_ELEMENTS, 1 << max(n_cols - 1, 0).bit_length())
-    return TILE_ELEMENTS // cols, cols
+def tile_shape(n_cols, elements=TILE_ELEMENTS):
+    """Columns: the power of two covering a row, up to `elements`; rows: the rest of the tile."""
+    cols = min(elements, 1 << max(n_cols - 1, 0).bit_length())
+    return elements // cols, cols
 
 
-def build(case, inputs, outputs, stream, variant=""):
+def build(case, inputs, outputs, stream, variant="", tile_elements=TILE_ELEMENTS):
     x, y = inputs["x"], outputs["y"]
-    rows, cols = tile_shape(x.shape[1])
+    rows, cols = tile_shape(x.shape[1], tile_elements)
     grid = (ct.cdiv(x.shape[0], rows),)
     compile_on_scratch(stream, grid, row_sum, (x, torch.empty_like(y), rows, cols))
 
@@ -37,8 +37,8 @@ def build(case, inputs, outputs, stream, variant=""):
     return run
 
 
-def export(case, variant, target):
+def export(case, variant, target, tile_elements=TILE_ELEMENTS):
     """The kernel compiled ahead of time for `target` (no GPU), as the JIT would specialise it."""
-    rows, cols = tile_shape(case.shape["cols"])
+    rows, cols = tile_shape(case.shape["cols"], tile_elements)
     x = array_param(case.dtype, (case.shape["rows"], case.shape["cols"]))
     return cubin(row_sum, [x, array_param("float32", (case.shape["rows"],)), rows, cols], target)
