@@ -1,7 +1,8 @@
 #!/bin/bash
 # The GPU node's offline bundles, packed into ignored folders with ../shared/gpu-bundle/pack.sh in parts of
-# 24 MiB (a call carries 64 MiB with the tracked tree, ~35 MB with the committed reports; 48 MiB parts
-# stopped fitting at 16 MB, 32 MiB ones at 35). Minutes of CPU (xz -9): start it early.
+# 29 MiB: a call carries 64 MiB with the tracked tree, so two parts a call where reports/ (~75 MB) is set
+# aside for the session's calls (the rest of the tree: ~2.5 MB); parts of different bundles may share a
+# call (unpack.sh gathers each bundle's parts by its id). Minutes of CPU (XZ_LEVEL=6: a few): start it early.
 #
 #   bash tools/gpu_bundles.sh [lab | lab-lite | cutile | tilelang | ray ...]     (default: lab cutile tilelang)
 #   bash tools/gpu_bundles.sh resplit DIR...       a packed bundle's parts cut again to PART_MIB (seconds, no repacking)
@@ -14,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pack=${PACK_SH:-../shared/gpu-bundle/pack.sh}
-export PART_MIB=${PART_MIB:-24}
+export PART_MIB=${PART_MIB:-29}
 pins() { sed 's/#.*//' "$1" | awk 'NF'; }
 [ $# -gt 0 ] || set -- lab cutile tilelang
 if [ "$1" = resplit ]; then
