@@ -223,11 +223,13 @@ for step in "$@"; do
           "$OUT/$step/$b.txt" | head -20 | sed "s/^/$b: /"
       done ;;
     memory-sweeps)    # the memory-bound rows below their case's best on this GPU kind: nvrtc's elementwise
-                      # plans (shape, cache hints), Warp's and nvmath's row-sum plans (the short rows:
-                      # short-rows-sweep; the scans: scan-sweep)
+                      # plans (shape, cache hints), Warp's row-sum and 16-bit elementwise plans (the short
+                      # rows: short-rows-sweep; the scans: scan-sweep; nvmath's row sums, at its best plan
+                      # on both GPUs: reports/evidence/h200-tuning)
       timeout 240 python -m tools.knob_sweep nvrtc elementwise --out "$OUT/$step/nvrtc-elementwise"
       timeout 150 python -m tools.warp_tiles_sweep segreduce --out "$OUT/$step/warp-segreduce"
-      timeout 150 python -m tools.nvmath_sweep segreduce --jobs 12 --out "$OUT/$step/nvmath-segreduce" ;;
+      timeout 150 python -m tools.warp_tiles_sweep elementwise --dtype float16 --dtype bfloat16 \
+        --out "$OUT/$step/warp-elementwise" ;;
     short-rows-sweep) # 1048576x256 row sums: cuda.coop's loads in flight, Triton's rows a program and warps,
                       # nvrtc's loads at once or strided and warps a block, cuTile's tile (its own site)
       timeout 120 python -m tools.knob_sweep cuda_coop segreduce --out "$OUT/$step/cuda-coop"
