@@ -24,6 +24,9 @@ TOOLS = {"numba_simt": ("numba", "NUMBA_ENABLE_CUDASIM", "simulator", {"attentio
                            {"gemm": {"float32", "float16"}, "attention": {"float16"},
                             "": {"float32", "float16", "bfloat16"}})}
 PAIRS = [pytest.param(b, p, id=f"{b}-{p}") for b in TOOLS for p in backends.problems_of(b.partition("[")[0])]
+# a case's limit: the run's own rule is a GPU's (a minute and builds), a simulated block runs its threads
+# in Python (numba's simulator: over a minute for 1000 one-column rows on a slow 2-core machine)
+SIMULATED_CASE_LIMIT_S = 600.0
 
 
 @pytest.mark.parametrize("backend,problem", PAIRS)
@@ -33,7 +36,7 @@ def test_kernels_without_a_gpu(tmp_path, monkeypatch, backend, problem):
         pytest.skip(f"{module} not installed")
     if switch:
         monkeypatch.setenv(switch, "1")                  # inherited by the worker processes
-    doc = run_lab(tmp_path, problems=[problem], backends_=[backend])
+    doc = run_lab(tmp_path, problems=[problem], backends_=[backend], item_timeout=SIMULATED_CASE_LIMIT_S)
     name, _, variant = backend.rstrip("]").partition("[")
     rows = [r for r in doc["records"] if r["backend"] == name and r["variant"] == variant]
     ran = [r for r in rows if r["status"] == "ok"]

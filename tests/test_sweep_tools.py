@@ -189,7 +189,7 @@ make, cases = CANDIDATES["triton", "segreduce"]
 every = make(prob.case(cases[0]), "")
 counts = sorted({k["per_program"] for k in every})
 picked = [[k for k in every if k["per_program"] == r][i % 3] for i, r in enumerate(counts)]   # warps varied
-for name in ("64x1000-float32", "50000x3-float32", "64x1000-float16"):
+for name in ("50000x3-float32", "64x1000-float16"):         # a partial last program at 32 and 64 rows
     case = prob.case(name)
     for knobs in picked:
         build_and_check(s, "segreduce", case, s.arrays(prob, case, 0), knobs)
