@@ -205,6 +205,7 @@ def triton_segreduce(case, variant):
 
 
 SCAN_CASES = ("268435456-float32", "268435456-bfloat16", "1048576-float32")
+SHORT_ROW_CASES = ("1048576x256-float32",)
 GEMM_CASES = ("8192x8192x8192-bfloat16", "8192x8192x8192-float16", "4096x4096x4096-bfloat16",
               "16384x16384x512-bfloat16")
 CANDIDATES = {("cute_dsl", "gemm"): (cute_dsl_gemm, GEMM_CASES),
@@ -226,10 +227,10 @@ CANDIDATES = {("cute_dsl", "gemm"): (cute_dsl_gemm, GEMM_CASES),
               ("helion", "attention"): (helion_attention, ("4x32x4096x128-full-bfloat16",       # --variant fixed
                                                            "4x32x4096x128-causal-bfloat16",
                                                            "16x16x1024x64-full-bfloat16")),
-              ("cuda_coop", "segreduce"): (cuda_coop_segreduce, ("1048576x256-float32",)),
-              ("triton", "segreduce"): (triton_segreduce, ("1048576x256-float32",)),
-              ("nvrtc", "segreduce"): (nvrtc_segreduce, ("1048576x256-float32",)),
-              ("cutile", "segreduce"): (cutile_segreduce, ("1048576x256-float32",)),
+              ("cuda_coop", "segreduce"): (cuda_coop_segreduce, SHORT_ROW_CASES),
+              ("triton", "segreduce"): (triton_segreduce, SHORT_ROW_CASES),
+              ("nvrtc", "segreduce"): (nvrtc_segreduce, SHORT_ROW_CASES),
+              ("cutile", "segreduce"): (cutile_segreduce, SHORT_ROW_CASES),
               ("nvrtc", "scan"): (nvrtc_scan, SCAN_CASES),
               ("cute_dsl", "scan"): (cute_dsl_scan, SCAN_CASES),
               ("jax_pallas", "scan"): (jax_pallas_scan, SCAN_CASES),
