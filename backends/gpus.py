@@ -35,6 +35,16 @@ def gpus() -> tuple[dict, ...]:
     return tuple(found)
 
 
+def model(device_name: str | bytes) -> str:
+    """The GPU's model in a device name as a tool reports it ('NVIDIA H200' -> 'H200', 'NVIDIA H100 80GB
+    HBM3' -> 'H100'; '' where it names none): the key under which an implementation keeps a launch
+    configuration that a committed sweep chose on that kind of GPU."""
+    if isinstance(device_name, bytes):
+        device_name = device_name.decode(errors="replace")
+    found = re.search(r"\b([A-Z]{1,2}\d{2,3})\b", device_name or "")
+    return found.group(1) if found else ""
+
+
 def _int(text: str) -> int | None:
     try:
         return int(float(text))

@@ -162,9 +162,9 @@ def jax_pallas_scan(case, variant):
 
 def cute_dsl_scan(case, variant):
     """The CuTe DSL look-back scan's tile (threads x 128-bit vectors a thread) and its sleep between
-    polls of a window with an empty word: the default, without the sleep, then other tiles without it."""
-    tiles = ((256, 4), (128, 4), (128, 8), (256, 2), (256, 8), (512, 2), (512, 4))
-    return [{"threads": 256, "vectors_per_thread": 4, "sleep_ns": 100}] + \
+    polls of a window with an empty word: the module's tile with its sleep, then tiles without it."""
+    tiles = ((128, 8), (256, 4), (128, 4), (256, 2), (256, 8), (512, 2), (512, 4))
+    return [{"threads": 128, "vectors_per_thread": 8, "sleep_ns": 100}] + \
         [{"threads": t, "vectors_per_thread": v, "sleep_ns": 0} for t, v in tiles]
 
 
