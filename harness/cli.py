@@ -240,9 +240,11 @@ def cmd_compare(args) -> int:
     print(compare.render(doc_a, doc_b, verdicts, args.threshold))
     if not verdicts:
         print("nothing to compare: no implementation x case was timed in both runs")
+    if args.same_chip and not args.repeat:
+        raise UsageError("--same-chip judges B against A's repeat: give --repeat A2")
     if args.repeat:                 # judged against how A agrees with its own repeat, not per case
         (doc_repeat,) = _load_all([args.repeat])
-        same = compare.equivalence(doc_a, doc_repeat, doc_b, args.threshold)
+        same = compare.equivalence(doc_a, doc_repeat, doc_b, args.threshold, args.same_chip)
         print("\n" + compare.render_equivalence(same))
         return 0 if same.holds and same.cases else 1
     return 1 if any(v.regression for v in verdicts) else 0
@@ -345,6 +347,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--repeat", metavar="A2",
                      help="a repeat of the baseline run: judge B by whether it agrees with A as well as A2 does "
                           "(exit status 1 where not)")
+    cmp.add_argument("--same-chip", action="store_true",
+                     help="with --repeat: judge only the cases B timed on the GPU (UUID) that timed them in A")
     cmp.add_argument("--threshold", type=float, default=0.05,
                      help="relative slowdown that counts as a regression (exit status 1), default 0.05")
     cmp.set_defaults(fn=cmd_compare)

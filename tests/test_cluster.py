@@ -1,6 +1,11 @@
-"""`ways run --ray`: the Ray executor on a local cluster with fake GPU resources (NumPy rows), and a
-task whose process keeps dying: retried by Ray, then reported as failed records, the merge valid."""
+"""`ways run --ray`: the Ray executor on a local cluster with fake GPU resources (NumPy rows), a
+task whose process keeps dying: retried by Ray, then reported as failed records, the merge valid; and
+a run interrupted while a task still runs: what every task measured is merged all the same."""
+import json
 import os
+import signal
+import threading
+import time
 
 import pytest
 
@@ -21,12 +26,20 @@ def test_local_cluster_runs_the_plan_in_one_task_per_gpu(tmp_path):
     assert sorted(p.name for p in (out / "lanes").iterdir()) == ["any-0", "any-1"]
 
 
-def dying_lane(opts, jobs):
+def test_workers_keep_the_driver_s_pythonpath(monkeypatch):
+    from harness.run import cluster
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/site/with/ray", "/lab/site"]))
+    assert cluster.worker_pythonpath().split(os.pathsep) == [str(cluster.ROOT_DIR), "/site/with/ray", "/lab/site"]
+    monkeypatch.delenv("PYTHONPATH")
+    assert cluster.worker_pythonpath() == str(cluster.ROOT_DIR)
+
+
+def dying_lane(opts, jobs, out=None):
     """A task that dies (its process exits) when it holds the segreduce jobs."""
     from harness.run import cluster
     if any(j.impl.problem == "segreduce" for j in jobs):
         os._exit(3)
-    return cluster._lane(opts, jobs)             # the task's own module: not patched there
+    return cluster._lane(opts, jobs, out)        # the task's own module: not patched there
 
 
 def test_a_task_that_keeps_dying_is_reported_failed(tmp_path, monkeypatch):
@@ -42,3 +55,34 @@ def test_a_task_that_keeps_dying_is_reported_failed(tmp_path, monkeypatch):
         [(x["status"], x["error"][:200]) for x in seg]
     ew = [x for x in doc["records"] if x["problem"] == "elementwise"]
     assert ew and all(x["status"] in ("ok", "not_applicable") for x in ew), [x["error"][:300] for x in ew]
+
+
+def lingering_lane(opts, jobs, out=None):
+    """A task that runs its jobs, then (holding the segreduce jobs) keeps its GPU until it is cancelled."""
+    from harness.run import cluster
+    doc = cluster._lane(opts, jobs, out)
+    while any(j.impl.problem == "segreduce" for j in jobs):
+        time.sleep(0.1)
+    return doc
+
+
+def test_an_interrupted_run_keeps_what_every_task_measured(tmp_path, monkeypatch):
+    from harness.run import cluster
+    from harness.run.runner import NullProgress
+    monkeypatch.setattr(cluster, "_lane", lingering_lane)
+    out = tmp_path / "out"
+    opts = Options(problems=["segreduce", "elementwise"], backends=["array_api[numpy]"], kinds=("test",),
+                   out=out, measure_compile=False)
+
+    def interrupt_once_both_wrote():
+        while not all((out / "lanes" / name / "results.json").is_file() for name in ("any-0", "any-1")):
+            time.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_once_both_wrote, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        cluster.run(opts, "local:2", NullProgress())
+    doc = json.loads((out / "results.json").read_text())
+    records.validate(doc)
+    assert {x["problem"] for x in doc["records"] if x["status"] in ("ok", "not_applicable")} == \
+        {"segreduce", "elementwise"}

@@ -231,6 +231,28 @@ def test_compare_with_a_repeat_judges_b_by_how_a_agrees_with_itself(tmp_path):
     assert bad.returncode == 1 and "itself: no" in bad.stdout
 
 
+def test_compare_same_chip_judges_only_the_cases_b_timed_on_a_s_gpu(tmp_path):
+    """Lanes are several chips: with --same-chip, B's cases on another chip than A's do not count."""
+    a = merge.load(NVRTC)
+    for r in a["records"]:
+        r["gpu"] = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-a", "host": "h"}
+    repeat = copy.deepcopy(a)
+    b = scaled(a, 1.15, "array_api")                     # cuBLAS rows 15% slower: timed on another chip
+    for r in b["records"]:
+        if r["backend"] == "array_api":
+            r["gpu"] = {**r["gpu"], "index": 1, "uuid": "GPU-b"}
+    assert not compare.equivalence(a, repeat, b).holds
+    chip = compare.equivalence(a, repeat, b, same_chip=True)
+    on_a = sum(1 for v in compare.compare(a, b) if v.same_chip)
+    assert chip.holds and chip.cases == on_a > 0 and chip.not_same == 0
+    for name, doc in (("a", a), ("a2", repeat), ("b", b)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc))
+    files = [str(tmp_path / "a.json"), str(tmp_path / "b.json")]
+    r = ways("compare", *files, "--repeat", str(tmp_path / "a2.json"), "--same-chip")
+    assert r.returncode == 0 and "(those B timed on A's GPU)" in r.stdout and "itself: yes" in r.stdout, r.stdout
+    assert ways("compare", *files, "--same-chip").returncode == 2
+
+
 def test_compare_with_a_repeat_holds_each_case_to_its_own_move():
     a = merge.load(NVRTC)
     key = next((r["problem"], r["case"]) for r in a["records"] if r["backend"] == "nvrtc" and r.get("timing"))

@@ -134,6 +134,8 @@ for step in "$@"; do
                       # lanes, judged by compare --repeat. STAGE=one-a, one-b, lanes: a call each (the
                       # three runs outlast one call; the node keeps $WORK while warm). STAGE=other: the same
                       # on GPU 1 alone, a repeat on another chip (lanes are several chips), judged beside;
+                      # STAGE=chip GPU=k RUN=a|b: a run on chip k alone, twice: the lanes stage then judges the
+                      # cases the lanes timed on chip k against them (compare --same-chip);
                       # STAGE=ray: the lanes' run through Ray (--ray local:N, N the node's GPUs; Ray's own
                       # site, bash tools/gpu_bundles.sh ray), beside the lanes run
       sel=(-b "array_api[torch]" -b triton -b "nvrtc[]" --cases bench --no-compile --jobs "${JOBS:-8}")
@@ -141,7 +143,9 @@ for step in "$@"; do
       case $stage in
         one-a|one-b) run_ways "${sel[@]}" --gpus 0, --out "$OUT/$step/$stage" ;;
         other) run_ways "${sel[@]}" --gpus 1, --out "$OUT/$step/other" ;;
-        ray)
+        chip) run_ways "${sel[@]}" --gpus "${GPU:?GPU=k: the chip}," --out "$OUT/$step/gpu$GPU-${RUN:-a}" ;;
+        ray)              # the bundle keeps only bin/ executable: Ray's own servers (gcs_server, raylet) too
+          find "${RAY_SITE:-/tmp/ray-site}/ray/core" -type f -exec chmod +x {} +
           with_site ray run_ways "${sel[@]}" --ray "local:$(nvidia-smi -L | wc -l)" --out "$OUT/$step/ray"
           python -m harness compare "$OUT/$step/lanes/results.json" "$OUT/$step/ray/results.json" \
             | tee "$OUT/$step/compare-lanes-vs-ray.md" ;;
@@ -154,8 +158,13 @@ for step in "$@"; do
           if [ -f "$OUT/$step/other/results.json" ]; then
             python -m harness compare "$OUT/$step/one-a/results.json" "$OUT/$step/lanes/results.json" \
               --repeat "$OUT/$step/other/results.json" | tee "$OUT/$step/compare-lanes-repeat-other-gpu.md"
-          fi ;;
-        *) echo "lanes-check: STAGE is one-a, one-b, other, lanes or ray" >&2 ;;
+          fi
+          for one in "$OUT/$step"/gpu*-a; do            # each chip's cases against its own run and repeat
+            [ -f "${one%-a}-b/results.json" ] || continue
+            python -m harness compare "$one/results.json" "$OUT/$step/lanes/results.json" --same-chip \
+              --repeat "${one%-a}-b/results.json" | tail -3 | tee "$OUT/$step/compare-lanes-same-chip-${one##*/}.md"
+          done ;;
+        *) echo "lanes-check: STAGE is one-a, one-b, other, chip, lanes or ray" >&2 ;;
       esac ;;
     profile)          # the host side of a bench case piece by piece, then where a short run's time goes
       timeout 60 python -m experiments.host_side.probe --out "$OUT/$step/host-elementwise.json"

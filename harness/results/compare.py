@@ -6,7 +6,9 @@ the % of peak is (each run's own copy or cuBLAS measured on its own GPU).
 With a repeat of the baseline (`ways compare A B --repeat A2`), whether B agrees with A as well as A
 agrees with itself (`equivalence`): over the cases timed in all three, the cases not "same" between A
 and B are at most those between A and A2 plus EXTRA_NOT_SAME, and no case's % of peak moves from A to
-B more than PCT_POINTS beyond what it moved from A to A2 (how lanes are judged against one GPU)."""
+B more than PCT_POINTS beyond what it moved from A to A2 (how lanes are judged against one GPU). With
+`--same-chip`, over the cases B timed on the GPU (UUID) that timed them in A: lanes are several chips,
+and a one-GPU run, repeated on its own chip, says how one chip agrees with itself."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -88,10 +90,11 @@ PCT_POINTS = 3.0          # points of % of peak B may move beyond the repeat's m
 
 @dataclass
 class Equivalence:
-    cases: int                       # timed in all three runs
+    cases: int                       # timed in all three runs (with same_chip: on A's chip in B)
     not_same_repeat: int             # not "same" between A and its repeat
     not_same: int                    # not "same" between A and B
     worst: list = field(default_factory=list)     # (excess points, problem, case, implementation), worst first
+    same_chip: bool = False          # only the cases B timed on the chip that timed them in A
 
     @property
     def holds(self) -> bool:
@@ -99,11 +102,12 @@ class Equivalence:
             excess > PCT_POINTS for excess, *_ in self.worst)
 
 
-def equivalence(doc_a: dict, doc_repeat: dict, doc_b: dict, threshold: float = 0.05) -> Equivalence:
+def equivalence(doc_a: dict, doc_repeat: dict, doc_b: dict, threshold: float = 0.05,
+                same_chip: bool = False) -> Equivalence:
     """Does B agree with A as well as A's repeat does (the module's docstring)?"""
     repeat = {(v.problem, v.case, v.implementation): v for v in compare(doc_a, doc_repeat, threshold)}
     cand = {(v.problem, v.case, v.implementation): v for v in compare(doc_a, doc_b, threshold)}
-    keys = sorted(repeat.keys() & cand.keys())
+    keys = sorted(k for k in repeat.keys() & cand.keys() if cand[k].same_chip or not same_chip)
     a_rows, r_rows, b_rows = _timed(doc_a), _timed(doc_repeat), _timed(doc_b)
     worst = []
     for key in keys:
@@ -113,11 +117,12 @@ def equivalence(doc_a: dict, doc_repeat: dict, doc_b: dict, threshold: float = 0
             worst.append((round(excess, 3), *key))
     worst.sort(reverse=True)
     return Equivalence(len(keys), sum(repeat[k].verdict != "same" for k in keys),
-                       sum(cand[k].verdict != "same" for k in keys), worst)
+                       sum(cand[k].verdict != "same" for k in keys), worst, same_chip)
 
 
 def render_equivalence(e: Equivalence) -> str:
-    lines = [f"equivalence over {e.cases} case(s) timed in all three runs: not same, A vs its repeat: "
+    where = " (those B timed on A's GPU)" if e.same_chip else ""
+    lines = [f"equivalence over {e.cases} case(s) timed in all three runs{where}: not same, A vs its repeat: "
              f"{e.not_same_repeat}; A vs B: {e.not_same} (allowed {e.not_same_repeat + EXTRA_NOT_SAME})"]
     if e.worst:
         excess, problem, case, impl = e.worst[0]

@@ -6,7 +6,9 @@ remote nodes (`runtime_env` working_dir). Per GPU kind in the cluster the whole 
 that kind's GPUs (lanes.deal), so a cluster of H100s and H200s gives one report with every
 implementation measured on each kind. Each task is an ordinary run (runner.Run) on one GPU; the
 driver writes each task's results to OUT/lanes/<kind>-<n>/ and merges them into OUT/results.json.
-A task that still fails is reported as failed records for its cases, with Ray's reason.
+A task that still fails is reported as failed records for its cases, with Ray's reason. On a local
+cluster the tasks run into OUT/lanes/<kind>-<n>/ themselves, so an interrupted run (Ctrl-C: each
+task is cancelled, which stops its run as Ctrl-C stops one) still merges what every task measured.
 
 `--ray local` starts a cluster on this machine; `local:N` declares N GPUs to Ray (on a machine
 without any, fake ones: the CPU rows then run in N tasks side by side, as CI tests it)."""
@@ -26,13 +28,15 @@ from harness.run.runner import Job, Options, Run, exclusive, plan
 from harness.run.supervise import ROOT as ROOT_DIR
 
 MAX_RETRIES = 2                  # a task whose worker process or node dies runs again, elsewhere if need be
+WAIT_S = 1.0                     # the driver waits on its tasks this long at a time, so Ctrl-C reaches it
+STOP_S = 90                      # cancelled tasks get this long to stop their workers and write their results
 SHIPPED_EXCLUDES = ["reports/", ".venv/", ".gpu-bundle*", ".upstream/", ".git/", "build/"]
 
 
-def _lane(opts: Options, jobs: list[Job]) -> dict:
-    """In a Ray task: run `jobs` on the task's GPU (Ray's CUDA_VISIBLE_DEVICES) into a temporary
-    folder; its results document."""
-    out = Path(tempfile.mkdtemp(prefix="ways-ray-"))
+def _lane(opts: Options, jobs: list[Job], out: str | None = None) -> dict:
+    """In a Ray task: run `jobs` on the task's GPU (Ray's CUDA_VISIBLE_DEVICES) into `out` (a local
+    cluster's task: its lane's folder) or a temporary folder; its results document."""
+    out = Path(out) if out else Path(tempfile.mkdtemp(prefix="ways-ray-"))
     lane = os.environ.get("CUDA_VISIBLE_DEVICES") or None
     Run(dataclasses.replace(opts, out=out), None, jobs=jobs, lane=lane).execute()
     return json.loads((out / "results.json").read_text())
@@ -51,10 +55,20 @@ def gpu_kinds(ray) -> dict[str, int]:
     return kinds
 
 
+def local(address: str) -> bool:
+    return address == "local" or address.startswith("local:")
+
+
+def worker_pythonpath() -> str:
+    """The lab ahead of what the driver's own PYTHONPATH adds (where Ray itself may live), not in its
+    place: a worker that cannot import ray never starts, and Ray waits for it without saying so."""
+    return os.pathsep.join(p for p in (str(ROOT_DIR), os.environ.get("PYTHONPATH")) if p)
+
+
 def connect(address: str):
     import ray
-    env = {"env_vars": {"PYTHONPATH": str(ROOT_DIR)}}
-    if address == "local" or address.startswith("local:"):
+    env = {"env_vars": {"PYTHONPATH": worker_pythonpath()}}
+    if local(address):
         gpus = int(address.split(":", 1)[1]) if ":" in address else None
         ray.init(num_gpus=gpus, include_dashboard=False, runtime_env=env, log_to_driver=False)
     else:                        # a remote cluster gets the lab's code shipped
@@ -77,26 +91,48 @@ def run(opts: Options, address: str, progress) -> dict:
         opts.out.mkdir(parents=True, exist_ok=True)
         with exclusive(opts.out):
             set_aside(opts.out)
-            return _run(ray, opts, kinds, progress)
+            return _run(ray, opts, kinds, progress, local(address))
     finally:
         ray.shutdown()
 
 
-def _run(ray, opts: Options, kinds: dict[str, int], progress) -> dict:
+def _run(ray, opts: Options, kinds: dict[str, int], progress, on_this_machine: bool = False) -> dict:
     jobs = plan(opts)
     lane = ray.remote(_lane)
     tasks = []                                   # (name, jobs, object ref)
     for kind, count in sorted(kinds.items()):
         placement = {} if kind == "any" else {"resources": {f"accelerator_type:{kind}": 0.001}}
         for n, part in enumerate(p for p in deal(jobs, count) if p):
-            ref = lane.options(num_gpus=1, max_retries=MAX_RETRIES, **placement).remote(opts, part)
-            tasks.append((f"{kind}-{n}", part, ref))
+            name = f"{kind}-{n}"
+            out = str(opts.out / "lanes" / name) if on_this_machine else None
+            ref = lane.options(num_gpus=1, max_retries=MAX_RETRIES, **placement).remote(opts, part, out)
+            tasks.append((name, part, ref))
     progress.start(sum(len(j.cases) for _, part, _ in tasks for j in part))
     progress.describe(f"{len(tasks)} Ray tasks on {sum(kinds.values())} GPU(s): {kinds}")
     docs, names = [], []
     pending = {ref: (name, part) for name, part, ref in tasks}
+    fields = {"ray": {"gpu_kinds": kinds, "tasks": [name for name, _, _ in tasks]}}
+    try:
+        _collect(ray, opts, pending, docs, names, progress)
+    except KeyboardInterrupt:
+        _stop(ray, list(pending))
+        if on_this_machine:                      # what the stopped tasks measured, from their lanes' folders
+            kept = [opts.out / "lanes" / name / "results.json" for name, _ in pending.values()]
+            docs += [json.loads(p.read_text()) for p in kept if p.is_file()]
+            names += [str(p) for p in kept if p.is_file()]
+        if docs:
+            write_merged(opts.out, docs, names, **fields)
+        raise
+    return write_merged(opts.out, docs, names, **fields)
+
+
+def _collect(ray, opts: Options, pending: dict, docs: list, names: list, progress) -> None:
+    """Each task's document as it finishes, written to its lane's folder (`pending` shrinks)."""
     while pending:
-        [done], _ = ray.wait(list(pending), num_returns=1)
+        ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_S)
+        if not ready:
+            continue
+        done = ready[0]
         name, part = pending.pop(done)
         try:
             doc = ray.get(done)
@@ -110,7 +146,15 @@ def _run(ray, opts: Options, kinds: dict[str, int], progress) -> dict:
         for j in part:
             for _ in j.cases:
                 progress.advance(j.impl.label)
-    return write_merged(opts.out, docs, names, ray={"gpu_kinds": kinds, "tasks": [name for name, _, _ in tasks]})
+
+
+def _stop(ray, refs: list) -> None:
+    """Cancel the tasks still running (Ray raises KeyboardInterrupt in each, which stops its run and its
+    workers as Ctrl-C does) and give them STOP_S to write their results."""
+    for ref in refs:
+        ray.cancel(ref)
+    if refs:
+        ray.wait(refs, num_returns=len(refs), timeout=STOP_S)
 
 
 def why(exc: Exception) -> str:
