@@ -27,8 +27,12 @@ $(VENV)/.installed: pyproject.toml Makefile requirements/tilelang-site.txt
 	$(PY) -m pip install -q --no-deps --target $(TILELANG_SITE) $(TILELANG_PINS)
 	touch $@
 
+# the tests side by side, one a core (kernel builds and simulations take minutes of one core each), then
+# those that time what they run, wait on timeouts or send signals, one at a time (tests/conftest.py)
 test: $(VENV)/.installed
-	WAYS_TILELANG_SITE=$(TILELANG_SITE) $(PY) -m pytest
+	WAYS_TILELANG_SITE=$(TILELANG_SITE) $(PY) -m pytest -m "not alone" -n auto --dist worksteal; side=$$?; \
+	WAYS_TILELANG_SITE=$(TILELANG_SITE) $(PY) -m pytest -m alone; alone=$$?; \
+	exit $$(( side || alone ))
 
 # on a GPU, six implementations' workers at once (ways run --jobs: the GPU is one's alone while it times)
 DEMO_JOBS ?= $(if $(HAS_GPU),6,1)

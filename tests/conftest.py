@@ -35,3 +35,16 @@ def bad_backends(monkeypatch):
     monkeypatch.setenv("WAYS_BACKEND_PATH", BAD_BACKENDS + (os.pathsep + old if old else ""))
     yield
     assert "faulty" in backends.names()
+
+
+# modules that time what they run, wait on timeouts or send signals: `make test` runs them with no other
+# test beside them (`-m alone`), the rest side by side (`-m "not alone" -n auto`)
+ALONE = {"test_benchmarks", "test_cli", "test_cluster", "test_contract", "test_cpu_load", "test_device_sync",
+         "test_gpu", "test_gpu_lock", "test_hang", "test_lanes", "test_measurements", "test_negative",
+         "test_phases", "test_results", "test_slots", "test_sweep", "test_timer_check", "test_timing"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.stem in ALONE:
+            item.add_marker(pytest.mark.alone)
