@@ -117,9 +117,9 @@ def _run(ray, opts: Options, kinds: dict[str, int], progress, on_this_machine: b
     except KeyboardInterrupt:
         _stop(ray, list(pending))
         if on_this_machine:                      # what the stopped tasks measured, from their lanes' folders
-            kept = [opts.out / "lanes" / name / "results.json" for name, _ in pending.values()]
-            docs += [json.loads(p.read_text()) for p in kept if p.is_file()]
-            names += [str(p) for p in kept if p.is_file()]
+            kept = [p for name, _ in pending.values() if (p := opts.out / "lanes" / name / "results.json").is_file()]
+            docs += [json.loads(p.read_text()) for p in kept]
+            names += [str(p) for p in kept]
         if docs:
             write_merged(opts.out, docs, names, **fields)
         raise
