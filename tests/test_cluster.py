@@ -86,3 +86,30 @@ def test_an_interrupted_run_keeps_what_every_task_measured(tmp_path, monkeypatch
     records.validate(doc)
     assert {x["problem"] for x in doc["records"] if x["status"] in ("ok", "not_applicable")} == \
         {"segreduce", "elementwise"}
+
+
+def test_a_ctrl_c_while_a_finished_task_is_collected_loses_nothing(tmp_path, monkeypatch):
+    """Ctrl-C reaching the driver as it keeps a finished task's document (here: as it writes it): the
+    document is still merged, from the lane's folder the task wrote it to."""
+    from harness.run import cluster
+    from harness.run.runner import NullProgress
+    monkeypatch.setattr(cluster, "_lane", lingering_lane)
+    write, writes = records.atomic_write, []
+
+    def interrupted_first(path, text):
+        writes.append(path)
+        if len(writes) == 1:
+            raise KeyboardInterrupt
+        write(path, text)
+
+    monkeypatch.setattr(records, "atomic_write", interrupted_first)
+    out = tmp_path / "out"
+    opts = Options(problems=["segreduce", "elementwise"], backends=["array_api[numpy]"], kinds=("test",),
+                   out=out, measure_compile=False)
+    with pytest.raises(KeyboardInterrupt):
+        cluster.run(opts, "local:2", NullProgress())
+    assert writes[0].parent.parent == out / "lanes"
+    doc = json.loads((out / "results.json").read_text())
+    records.validate(doc)
+    assert {x["problem"] for x in doc["records"] if x["status"] in ("ok", "not_applicable")} == \
+        {"segreduce", "elementwise"}

@@ -109,40 +109,46 @@ def _run(ray, opts: Options, kinds: dict[str, int], progress, on_this_machine: b
             tasks.append((name, part, ref))
     progress.start(sum(len(j.cases) for _, part, _ in tasks for j in part))
     progress.describe(f"{len(tasks)} Ray tasks on {sum(kinds.values())} GPU(s): {kinds}")
-    docs, names = [], []
     pending = {ref: (name, part) for name, part, ref in tasks}
+    collected: dict[str, tuple[dict, str]] = {}          # task name -> (its document, where it was written)
     fields = {"ray": {"gpu_kinds": kinds, "tasks": [name for name, _, _ in tasks]}}
     try:
-        _collect(ray, opts, pending, docs, names, progress)
+        _collect(ray, opts, pending, collected, progress)
     except KeyboardInterrupt:
         _stop(ray, list(pending))
-        if on_this_machine:                      # what the stopped tasks measured, from their lanes' folders
-            kept = [p for name, _ in pending.values() if (p := opts.out / "lanes" / name / "results.json").is_file()]
-            docs += [json.loads(p.read_text()) for p in kept]
-            names += [str(p) for p in kept]
-        if docs:
-            write_merged(opts.out, docs, names, **fields)
+        if on_this_machine:                      # what the other tasks measured, from their lanes' folders
+            for name, _, _ in tasks:
+                path = opts.out / "lanes" / name / "results.json"
+                if name not in collected and path.is_file():
+                    collected[name] = (json.loads(path.read_text()), str(path))
+        if collected:
+            write_merged(opts.out, *_docs_and_names(collected), **fields)
         raise
-    return write_merged(opts.out, docs, names, **fields)
+    return write_merged(opts.out, *_docs_and_names(collected), **fields)
 
 
-def _collect(ray, opts: Options, pending: dict, docs: list, names: list, progress) -> None:
-    """Each task's document as it finishes, written to its lane's folder (`pending` shrinks)."""
+def _docs_and_names(collected: dict[str, tuple[dict, str]]) -> tuple[list[dict], list[str]]:
+    return [doc for doc, _ in collected.values()], [path for _, path in collected.values()]
+
+
+def _collect(ray, opts: Options, pending: dict, collected: dict, progress) -> None:
+    """Each task's document as it finishes, written to its lane's folder and kept in `collected` under
+    the task's name before the task leaves `pending`: a Ctrl-C between the two loses nothing."""
     while pending:
         ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_S)
         if not ready:
             continue
         done = ready[0]
-        name, part = pending.pop(done)
+        name, part = pending[done]
         try:
             doc = ray.get(done)
         except Exception as exc:                 # retries spent: the task's cases are failed, saying why
             doc = failed_doc(part, f"Ray task {name} failed: {why(exc)}")
         path = opts.out / "lanes" / name / "results.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(doc, indent=1) + "\n")
-        docs.append(doc)
-        names.append(str(path))
+        records.atomic_write(path, json.dumps(doc, indent=1) + "\n")
+        collected[name] = (doc, str(path))
+        del pending[done]
         for j in part:
             for _ in j.cases:
                 progress.advance(j.impl.label)
