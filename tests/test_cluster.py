@@ -88,6 +88,9 @@ def test_an_interrupted_run_keeps_what_every_task_measured(tmp_path, monkeypatch
         {"segreduce", "elementwise"}
 
 
+NEVER_WRITTEN_S = 60             # a two-task CPU cluster's first task ends within seconds
+
+
 def test_a_ctrl_c_while_a_finished_task_is_collected_loses_nothing(tmp_path, monkeypatch):
     """Ctrl-C reaching the driver as it keeps a finished task's document (here: as it writes it): the
     document is still merged, from the lane's folder the task wrote it to."""
@@ -103,6 +106,15 @@ def test_a_ctrl_c_while_a_finished_task_is_collected_loses_nothing(tmp_path, mon
         write(path, text)
 
     monkeypatch.setattr(records, "atomic_write", interrupted_first)
+
+    def interrupt_if_never_written():           # a driver that never keeps a finished task's results
+        deadline = time.monotonic() + NEVER_WRITTEN_S
+        while not writes and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if not writes:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_if_never_written, daemon=True).start()
     out = tmp_path / "out"
     opts = Options(problems=["segreduce", "elementwise"], backends=["array_api[numpy]"], kinds=("test",),
                    out=out, measure_compile=False)
