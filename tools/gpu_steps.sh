@@ -9,7 +9,7 @@
 #                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs, context-probe,
 #                                        lanes-full, lanes-check, demo, profile, faults, check-fixes, verify, sweep,
 #                                        attention, attention-sweep, warp-attention-sweep, scan, scan-sweep,
-#                                        memory-sweeps, short-rows-sweep, examples, scan-ncu
+#                                        memory-sweeps, short-rows-sweep, examples, scan-ncu, jax-gemv
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -245,6 +245,9 @@ for step in "$@"; do
       timeout 180 python -m tools.knob_sweep triton segreduce --out "$OUT/$step/triton"
       timeout 120 python -m tools.knob_sweep nvrtc segreduce --out "$OUT/$step/nvrtc"
       with_cutile timeout 120 python -m tools.knob_sweep cutile segreduce --out "$OUT/$step/cutile" ;;
+    jax-gemv)         # JAX's one-row bf16 product: which arithmetic, and which way of asking keeps fp32
+                      # accumulation (experiments/jax_gemv)
+      timeout 300 python -m experiments.jax_gemv.probe --out "$OUT/$step" ;;
     examples)         # the tools' own attention examples and cuda.compute's scan benchmark (.upstream/ carried)
       upstream_attention "$OUT/$step"
       bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;
