@@ -125,3 +125,29 @@ def test_a_ctrl_c_while_a_finished_task_is_collected_loses_nothing(tmp_path, mon
     records.validate(doc)
     assert {x["problem"] for x in doc["records"] if x["status"] in ("ok", "not_applicable")} == \
         {"segreduce", "elementwise"}
+
+
+def test_a_stop_cancels_only_the_tasks_still_running():
+    """Ray's driver aborts when a task it cancelled then reports its completion: a finished task (its
+    result there, its reply perhaps not yet) is left alone, the running ones are cancelled and waited on."""
+    from harness.run import cluster
+
+    class FakeRay:
+        def __init__(self):
+            self.cancelled, self.waited = [], []
+
+        def wait(self, refs, num_returns, timeout):
+            if timeout == 0:
+                return [r for r in refs if r == "done"], [r for r in refs if r != "done"]
+            self.waited.append((list(refs), timeout))
+            return refs, []
+
+        def cancel(self, ref):
+            self.cancelled.append(ref)
+
+    fake = FakeRay()
+    cluster._stop(fake, ["done", "running"])
+    assert fake.cancelled == ["running"] and fake.waited == [(["running"], cluster.STOP_S)]
+    fake = FakeRay()
+    cluster._stop(fake, ["done"])
+    assert fake.cancelled == [] and fake.waited == []

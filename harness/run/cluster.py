@@ -156,11 +156,16 @@ def _collect(ray, opts: Options, pending: dict, collected: dict, progress) -> No
 
 def _stop(ray, refs: list) -> None:
     """Cancel the tasks still running (Ray raises KeyboardInterrupt in each, which stops its run and its
-    workers as Ctrl-C does) and give them STOP_S to write their results."""
-    for ref in refs:
+    workers as Ctrl-C does) and give them STOP_S to write their results. A task whose result is already
+    there is not cancelled: Ray's driver aborts when a task it cancelled then reports its completion
+    ("Tried to complete task that was not pending"), and a finished task's reply can still be on its way."""
+    if not refs:
+        return
+    _, running = ray.wait(refs, num_returns=len(refs), timeout=0)
+    for ref in running:
         ray.cancel(ref)
-    if refs:
-        ray.wait(refs, num_returns=len(refs), timeout=STOP_S)
+    if running:
+        ray.wait(running, num_returns=len(running), timeout=STOP_S)
 
 
 def why(exc: Exception) -> str:
