@@ -235,13 +235,13 @@ def cmd_compare(args) -> int:
     from harness.results import compare
     if not 0 <= args.threshold < 10:
         raise UsageError(f"--threshold {args.threshold} must be a fraction such as 0.05")
+    if args.same_chip and not args.repeat:
+        raise UsageError("--same-chip judges B against A's repeat: give --repeat A2")
     doc_a, doc_b = _load_all([args.a, args.b])
     verdicts = compare.compare(doc_a, doc_b, args.threshold)
     print(compare.render(doc_a, doc_b, verdicts, args.threshold))
     if not verdicts:
         print("nothing to compare: no implementation x case was timed in both runs")
-    if args.same_chip and not args.repeat:
-        raise UsageError("--same-chip judges B against A's repeat: give --repeat A2")
     if args.repeat:                 # judged against how A agrees with its own repeat, not per case
         (doc_repeat,) = _load_all([args.repeat])
         same = compare.equivalence(doc_a, doc_repeat, doc_b, args.threshold, args.same_chip)

@@ -16,6 +16,12 @@ from tests.test_cli import ran
 ray = pytest.importorskip("ray", reason="the Ray executor's extra is not installed (pip install '.[ray]')")
 
 
+def numpy_rows(out):
+    """The row sum's and elementwise's test cases on NumPy, for a two-task local cluster."""
+    return Options(problems=["segreduce", "elementwise"], backends=["array_api[numpy]"], kinds=("test",),
+                   out=out, measure_compile=False)
+
+
 def test_local_cluster_runs_the_plan_in_one_task_per_gpu(tmp_path):
     out = tmp_path / "out"
     doc = ran(out, "-b", "array_api[numpy]", "-p", "segreduce", "-p", "elementwise", "--cases", "test",
@@ -46,8 +52,7 @@ def test_a_task_that_keeps_dying_is_reported_failed(tmp_path, monkeypatch):
     from harness.run import cluster
     from harness.run.runner import NullProgress
     monkeypatch.setattr(cluster, "_lane", dying_lane)
-    opts = Options(problems=["segreduce", "elementwise"], backends=["array_api[numpy]"], kinds=("test",),
-                   out=tmp_path / "out", measure_compile=False)
+    opts = numpy_rows(tmp_path / "out")
     doc = cluster.run(opts, "local:2", NullProgress())
     records.validate(doc)
     seg = [x for x in doc["records"] if x["problem"] == "segreduce"]
@@ -71,8 +76,7 @@ def test_an_interrupted_run_keeps_what_every_task_measured(tmp_path, monkeypatch
     from harness.run.runner import NullProgress
     monkeypatch.setattr(cluster, "_lane", lingering_lane)
     out = tmp_path / "out"
-    opts = Options(problems=["segreduce", "elementwise"], backends=["array_api[numpy]"], kinds=("test",),
-                   out=out, measure_compile=False)
+    opts = numpy_rows(out)
 
     def interrupt_once_both_wrote():
         while not all((out / "lanes" / name / "results.json").is_file() for name in ("any-0", "any-1")):
@@ -116,8 +120,7 @@ def test_a_ctrl_c_while_a_finished_task_is_collected_loses_nothing(tmp_path, mon
 
     threading.Thread(target=interrupt_if_never_written, daemon=True).start()
     out = tmp_path / "out"
-    opts = Options(problems=["segreduce", "elementwise"], backends=["array_api[numpy]"], kinds=("test",),
-                   out=out, measure_compile=False)
+    opts = numpy_rows(out)
     with pytest.raises(KeyboardInterrupt):
         cluster.run(opts, "local:2", NullProgress())
     assert writes[0].parent.parent == out / "lanes"

@@ -55,6 +55,11 @@ def gpu_kinds(ray) -> dict[str, int]:
     return kinds
 
 
+def task_out(out: Path, name: str) -> Path:
+    """A task's lane folder: OUT/lanes/<kind>-<n>/."""
+    return out / "lanes" / name
+
+
 def local(address: str) -> bool:
     return address == "local" or address.startswith("local:")
 
@@ -104,7 +109,7 @@ def _run(ray, opts: Options, kinds: dict[str, int], progress, on_this_machine: b
         placement = {} if kind == "any" else {"resources": {f"accelerator_type:{kind}": 0.001}}
         for n, part in enumerate(p for p in deal(jobs, count) if p):
             name = f"{kind}-{n}"
-            out = str(opts.out / "lanes" / name) if on_this_machine else None
+            out = str(task_out(opts.out, name)) if on_this_machine else None
             ref = lane.options(num_gpus=1, max_retries=MAX_RETRIES, **placement).remote(opts, part, out)
             tasks.append((name, part, ref))
     progress.start(sum(len(j.cases) for _, part, _ in tasks for j in part))
@@ -118,7 +123,7 @@ def _run(ray, opts: Options, kinds: dict[str, int], progress, on_this_machine: b
         _stop(ray, list(pending))
         if on_this_machine:                      # what the other tasks measured, from their lanes' folders
             for name, _, _ in tasks:
-                path = opts.out / "lanes" / name / "results.json"
+                path = task_out(opts.out, name) / "results.json"
                 if name not in collected and path.is_file():
                     collected[name] = (json.loads(path.read_text()), str(path))
         if collected:
@@ -144,7 +149,7 @@ def _collect(ray, opts: Options, pending: dict, collected: dict, progress) -> No
             doc = ray.get(done)
         except Exception as exc:                 # retries spent: the task's cases are failed, saying why
             doc = failed_doc(part, f"Ray task {name} failed: {why(exc)}")
-        path = opts.out / "lanes" / name / "results.json"
+        path = task_out(opts.out, name) / "results.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         records.atomic_write(path, json.dumps(doc, indent=1) + "\n")
         collected[name] = (doc, str(path))
