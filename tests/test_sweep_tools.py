@@ -211,6 +211,37 @@ def test_tritons_row_sum_sweep_candidates_are_right_in_the_interpreter():
     assert out.returncode == 0 and "checked" in out.stdout, out.stderr[-3000:]
 
 
+NUMBA_ROW_SUM_KNOBS = r"""
+import problems
+from harness.run.session import Session
+from tools.knob_sweep import CANDIDATES
+from tools.sweep import build_and_check
+s, prob = Session("numba_simt", ""), problems.get("segreduce")
+make, cases = CANDIDATES["numba_simt", "segreduce"]
+# 264 columns: a lane's two vectors and a tail vector; 262: no whole 16-byte vectors a row (elements)
+for shape in ({"rows": 13, "cols": 264}, {"rows": 13, "cols": 262}):
+    case = prob.custom_case(shape, "float32", kind="test")
+    for knobs in make(prob.case(cases[0]), ""):
+        build_and_check(s, "segreduce", case, s.arrays(prob, case, 0), knobs)
+print("checked")
+"""
+
+
+def test_numbas_row_sum_sweep_candidates_are_right_in_the_simulator():
+    """numba_simt's short-row plans (elements; 16-byte vectors) built through the sweep's own
+    build-and-check in numba's CUDA simulator, on rows of whole vectors with a partial last block of
+    warps, and on rows that are not whole vectors (the element kernel takes them)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    pytest.importorskip("numba")
+    out = subprocess.run([sys.executable, "-c", NUMBA_ROW_SUM_KNOBS], cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}, timeout=600)
+    assert out.returncode == 0 and "checked" in out.stdout, out.stderr[-3000:]
+
+
 def test_cutiles_row_sum_sweep_candidates_compile_for_sm90():
     """Each tile the cuTile row-sum sweep tries compiles for the H100 on its short-row case (no GPU)."""
     pytest.importorskip("cuda.tile", reason="cuda-tile not installed (pip install '.[cutile-aot]')")

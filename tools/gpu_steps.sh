@@ -9,7 +9,7 @@
 #                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs, context-probe,
 #                                        lanes-full, lanes-check, demo, profile, faults, check-fixes, verify, sweep,
 #                                        attention, attention-sweep, warp-attention-sweep, scan, scan-sweep,
-#                                        memory-sweeps, short-rows-sweep, examples, scan-ncu, jax-gemv
+#                                        memory-sweeps, short-rows-sweep, examples, scan-ncu, jax-gemv, memory-part
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -106,6 +106,13 @@ for step in "$@"; do
       run_ways "${sel[@]}" --jobs "${JOBS:-4}" --out "$OUT/$step/jobs"
       python -m harness compare "$OUT/$step/serial/results.json" "$OUT/$step/jobs/results.json" \
         | tee "$OUT/$step/compare.txt" ;;
+    memory-part)      # the memory-bound problems' bench cases on every backend, in one run: each GPU kind's
+                      # plans against the same run's copy and read stream and each case's best row;
+                      # RESUME=1: go on with the run an earlier call left in $WORK
+      WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
+        run_ways -p elementwise -p segreduce -p scan --cases bench --no-compile --jobs "${JOBS:-8}" \
+        ${RESUME:+--resume} --out "$OUT/$step/run"
+      run_profile "$OUT/$step/run/results.json" ;;
     full-jobs)        # the full default run, --jobs at a time (every bundle unpacked first); GPUS=0,: that
                       # GPU; RESUME=1: go on with the run an earlier call left in $WORK (the node keeps /tmp while warm)
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
@@ -240,14 +247,19 @@ for step in "$@"; do
       timeout 150 python -m tools.warp_tiles_sweep elementwise --dtype float16 --dtype bfloat16 \
         --out "$OUT/$step/warp-elementwise" ;;
     short-rows-sweep) # 1048576x256 row sums: cuda.coop's loads in flight, Triton's rows a program and warps,
-                      # nvrtc's loads at once or strided and warps a block, cuTile's tile (its own site)
-      timeout 120 python -m tools.knob_sweep cuda_coop segreduce --out "$OUT/$step/cuda-coop"
-      timeout 180 python -m tools.knob_sweep triton segreduce --out "$OUT/$step/triton"
-      timeout 120 python -m tools.knob_sweep nvrtc segreduce --out "$OUT/$step/nvrtc"
-      with_cutile timeout 120 python -m tools.knob_sweep cutile segreduce --out "$OUT/$step/cutile" ;;
+                      # nvrtc's loads at once or strided and warps a block, numba_simt's elements or vectors,
+                      # cuTile's tile (its own site); SHORT_ROWS: which (default: all five)
+      knob_sweeps segreduce 180 ${SHORT_ROWS-cuda_coop triton nvrtc numba_simt cutile} ;;
     jax-gemv)         # JAX's one-row bf16 product: which arithmetic, and which way of asking keeps fp32
-                      # accumulation (experiments/jax_gemv)
-      timeout 300 python -m experiments.jax_gemv.probe --out "$OUT/$step" ;;
+                      # accumulation (experiments/jax_gemv); then the one-row shapes again under each of XLA's
+                      # dot flags in GEMV_FLAGS (a folder each; an unknown flag stops its process at start)
+      timeout 300 python -m experiments.jax_gemv.probe --out "$OUT/$step"
+      for flag in ${GEMV_FLAGS-xla_gpu_triton_gemm_disable_reduced_precision_reduction=true xla_gpu_enable_triton_gemm=false
+                   xla_gpu_gemm_rewrite_size_threshold=0 xla_gpu_enable_dot_strength_reduction=false}; do
+        echo "XLA_FLAGS=--$flag:"
+        XLA_FLAGS=--$flag timeout 120 python -m experiments.jax_gemv.probe --shape 1,264,104 --shape 2,264,104 \
+          --out "$OUT/$step/${flag%%=*}" 2>&1 | tail -8
+      done ;;
     examples)         # the tools' own attention examples and cuda.compute's scan benchmark (.upstream/ carried)
       upstream_attention "$OUT/$step"
       bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;

@@ -6,7 +6,8 @@ attention: tiles and Q in registers; TileLang attention: tiles, stages, threads;
 scans of Triton, Helion and TileLang (one pass): tile and warps, of cuTile (reduce-then-scan): tile;
 nvrtc's scan: its tile; CuTe DSL's scan: tile and
 look-back sleep; JAX Pallas's scan: two passes or one, tile and warps; cuda.coop's row sum: loads a
-lane has in flight on short rows; Triton's row sum: rows a program and warps on short rows; nvrtc's
+lane has in flight on short rows; numba_simt's row sum: elements or 16-byte vectors on short rows;
+Triton's row sum: rows a program and warps on short rows; nvrtc's
 row sum: a lane's vectors at once or strided, warps a block, on short rows; cuTile's row sum: its
 tile's elements):
 each candidate built by the lab's Session on a bench case, checked against the float64 reference and
@@ -16,7 +17,7 @@ copy for the rest: tools/sweep.py).
     python -m tools.knob_sweep cute_dsl gemm --out DIR [--case NAME ...] [--variant tvm_ffi]
     python -m tools.knob_sweep nvrtc elementwise --out DIR; python -m tools.knob_sweep cuda_coop segreduce --out DIR
     python -m tools.knob_sweep triton segreduce --out DIR; python -m tools.knob_sweep nvrtc segreduce --out DIR
-    python -m tools.knob_sweep cutile segreduce --out DIR
+    python -m tools.knob_sweep cutile segreduce --out DIR; python -m tools.knob_sweep numba_simt segreduce --out DIR
     python -m tools.knob_sweep nvrtc gemm --variant cutlass --out DIR
     python -m tools.knob_sweep cutile gemm --out DIR; ... --variant tf32x3 --case 4096x4096x4096-float32
     python -m tools.knob_sweep cutile attention --out DIR
@@ -189,6 +190,12 @@ def cuda_coop_segreduce(case, variant):
     return [{"loads": n} for n in (1, 2, 4, 8)]
 
 
+def numba_simt_segreduce(case, variant):
+    """numba_simt's short rows (a warp a row): elements, four loads a lane in flight (the default), or
+    16-byte vectors, two a lane in flight."""
+    return [{"vectors": v} for v in (False, True)]
+
+
 def cutile_segreduce(case, variant):
     """cuTile's row sum: the elements of a block's tile (short rows: rows a block), the default first."""
     return [{"tile_elements": t} for t in (4096, 2048, 8192, 16384)]
@@ -230,6 +237,7 @@ CANDIDATES = {("cute_dsl", "gemm"): (cute_dsl_gemm, GEMM_CASES),
                                                            "16x16x1024x64-full-bfloat16")),
               ("cuda_coop", "segreduce"): (cuda_coop_segreduce, SHORT_ROW_CASES),
               ("triton", "segreduce"): (triton_segreduce, SHORT_ROW_CASES),
+              ("numba_simt", "segreduce"): (numba_simt_segreduce, SHORT_ROW_CASES),
               ("nvrtc", "segreduce"): (nvrtc_segreduce, SHORT_ROW_CASES),
               ("cutile", "segreduce"): (cutile_segreduce, SHORT_ROW_CASES),
               ("nvrtc", "scan"): (nvrtc_scan, SCAN_CASES),

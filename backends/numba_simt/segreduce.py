@@ -3,16 +3,23 @@ shared-memory tree (no warp shuffles, so the CUDA simulator runs it too). A bloc
 reads the row's whole 8-byte words (_common: packed access, 2 or 4 elements a word) and the few
 elements before its first and after its last whole word (rows need not start on a word) one by
 one; a warp per short row reads elements (on the H100 at 1048576x256 float32, 97% of the copy
-against 83% with words: a 256-column row is one pass of a warp, where the word bookkeeping costs)."""
+against 83% with words: a 256-column row is one pass of a warp, where the word bookkeeping costs), or,
+where a GPU kind's sweep chose it (`VECTORS_ON_GPU`) and a row is whole 16-byte vectors, a lane's
+vectors two at a time (load2: one 16-byte load each), so more bytes are in flight a lane."""
 import numba
 import numpy as np
 from numba import cuda
 
-from backends.numba_simt._common import LOAD, PACK, compile_for, u64, words_of
+from backends.base import cuda_simulator
+from backends.gpus import model
+from backends.numba_simt._common import LOAD, PACK, compile_for, load2, u64, words_of
 
 THREADS = 256
 WARPS = THREADS // 32
 WARP_PER_ROW_UP_TO = 1024       # columns; longer rows get a whole block each
+VECTOR_BYTES = 16               # load2: two uint64 words
+# short rows in 16-byte vectors on these GPU kinds (tools/knob_sweep.py numba_simt segreduce)
+VECTORS_ON_GPU: dict[str, bool] = {}
 
 
 def row_kernels(dtype):
@@ -95,17 +102,51 @@ def row_kernels(dtype):
                 s += partial[warp, i]
             y[row] = s
 
-    return block_per_row, warp_per_row
+    @cuda.jit
+    def warp_per_row_vectors(xw, words_a_row, y):       # a row is whole vectors of 2 words
+        warp, lane = cuda.threadIdx.x // 32, cuda.threadIdx.x % 32
+        row = cuda.blockIdx.x * WARPS + warp
+        partial = cuda.shared.array((WARPS, 32), numba.float32)
+        a0 = a1 = numba.float32(0.0)
+        if row < y.shape[0]:
+            base = row * words_a_row
+            v = 2 * lane                          # the lane's first vector's first word
+            while v + 64 < words_a_row:           # two vectors in flight
+                w0, w1 = load2(xw, base + v)
+                w2, w3 = load2(xw, base + v + 64)
+                a0 += word_sum(w0) + word_sum(w1)
+                a1 += word_sum(w2) + word_sum(w3)
+                v += 128
+            if v < words_a_row:
+                w0, w1 = load2(xw, base + v)
+                a0 += word_sum(w0) + word_sum(w1)
+        partial[warp, lane] = a0 + a1
+        cuda.syncthreads()
+        if lane == 0 and row < y.shape[0]:
+            s = numba.float32(0.0)
+            for i in range(32):
+                s += partial[warp, i]
+            y[row] = s
+
+    return block_per_row, warp_per_row, warp_per_row_vectors
 
 
 KERNELS = {dtype: row_kernels(dtype) for dtype in PACK}
 
 
-def build(case, inputs, outputs, stream, variant=""):
+def build(case, inputs, outputs, stream, variant="", vectors=None):
     x, y = inputs["x"], outputs["y"]
     rows, cols = x.shape
-    block_per_row, warp_per_row = KERNELS[case.dtype]
-    if cols <= WARP_PER_ROW_UP_TO:
+    if vectors is None:
+        kind = "" if cuda_simulator() else model(cuda.get_current_device().name)
+        vectors = VECTORS_ON_GPU.get(kind, False)
+    block_per_row, warp_per_row, warp_per_row_vectors = KERNELS[case.dtype]
+    per = PACK[case.dtype][0]
+    row_bytes = cols * x.dtype.itemsize
+    if cols <= WARP_PER_ROW_UP_TO and vectors and row_bytes % VECTOR_BYTES == 0:
+        xw = words_of(x.reshape(rows * cols), per)
+        kernel, grid, args = warp_per_row_vectors, (rows + WARPS - 1) // WARPS, (xw, np.int64(cols // per), y)
+    elif cols <= WARP_PER_ROW_UP_TO:
         kernel, grid, args = warp_per_row, (rows + WARPS - 1) // WARPS, (x, y)
     else:
         flat = x.reshape(rows * cols)
