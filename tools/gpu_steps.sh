@@ -7,7 +7,7 @@
 #   bash tools/gpu_steps.sh STEP...      steps: cutlass, cutlass-part, cutlass-nvcc, cutlass-compile,
 #                                        numba-cccl, cutile-sweep, cutile, upstream, upstream-cccl,
 #                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs, context-probe,
-#                                        lanes-full, lanes-check, demo, profile, faults, check-fixes, verify, sweep,
+#                                        lanes-full, lanes-check, part, demo, profile, faults, check-fixes, verify, sweep,
 #                                        attention, attention-sweep, warp-attention-sweep, scan, scan-sweep,
 #                                        memory-sweeps, short-rows-sweep, examples, scan-ncu, jax-gemv, memory-part
 set -uo pipefail
@@ -106,6 +106,11 @@ for step in "$@"; do
       run_ways "${sel[@]}" --jobs "${JOBS:-4}" --out "$OUT/$step/jobs"
       python -m harness compare "$OUT/$step/serial/results.json" "$OUT/$step/jobs/results.json" \
         | tee "$OUT/$step/compare.txt" ;;
+    part)             # any selection of the lab's run (PART: its arguments, e.g. "-b tilelang -p attention
+                      # --cases all"; PART_NAME: its folder, so parts of one call are packed together)
+      WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
+        run_ways ${PART:?PART: the selection to run} --jobs "${JOBS:-4}" --out "$OUT/$step/${PART_NAME:-run}"
+      run_profile "$OUT/$step/${PART_NAME:-run}/results.json" ;;
     memory-part)      # the memory-bound problems' bench cases on every backend, in one run: each GPU kind's
                       # plans against the same run's copy and read stream and each case's best row;
                       # RESUME=1: go on with the run an earlier call left in $WORK

@@ -18,8 +18,10 @@ THREADS = 256
 WARPS = THREADS // 32
 WARP_PER_ROW_UP_TO = 1024       # columns; longer rows get a whole block each
 VECTOR_BYTES = 16               # load2: two uint64 words
-# short rows in 16-byte vectors on these GPU kinds (tools/knob_sweep.py numba_simt segreduce)
-VECTORS_ON_GPU: dict[str, bool] = {}
+# short rows in 16-byte vectors on these GPU kinds (tools/knob_sweep.py numba_simt segreduce): on the
+# H200, 96.9% of the copy on 2^20 rows of 256 float32 against 70.8 with elements
+# (reports/evidence/h200-tuning/sweeps/numba-simt-segreduce.json)
+VECTORS_ON_GPU = {"H200": True}
 
 
 def row_kernels(dtype):

@@ -2,10 +2,11 @@
 keeps the lab's fp32 accumulation?
 
 For each shape, the lab's GEMM problem makes the inputs and the float64 reference with its bound; the
-product is computed by `jnp.matmul` as the lab's array_api[jax] row does (jitted, matmul precision
-`highest`), by `jnp.matmul(..., preferred_element_type=float32)` rounded once to bf16, and by
-`jax.lax.dot_general` with `precision=HIGHEST`. Each result is compared with the reference (elements
-beyond the bound) and, element for element, with host models of candidate arithmetic: fp32
+product is computed by `jnp.matmul` (jitted, matmul precision `highest`), by `jnp.matmul(...,
+preferred_element_type=float32)` rounded once to bf16, by `jax.lax.dot_general` with
+`precision=HIGHEST`, and by `jnp.matmul` under JAX's dot algorithm `BF16_BF16_F32`
+(`jax.default_matmul_precision`). Each result is compared
+with the reference (elements beyond the bound) and, element for element, with host models of candidate arithmetic: fp32
 accumulation rounded once to bf16 (what the problem asks), each product rounded to bf16 before an fp32
 sum, and a bf16 running sum. The optimised HLO of each form is saved beside the results, so what XLA
 made of the dot (a GEMM call, a Triton fusion, a multiply and reduce) can be read.
@@ -43,11 +44,20 @@ def forms():
     import jax.numpy as jnp
     jax.config.update("jax_default_matmul_precision", "highest")      # as the lab's array_api[jax] row
     highest = jax.lax.Precision.HIGHEST
-    return {"jnp.matmul (the lab's row)": jnp.matmul,
+    return {"jnp.matmul, precision highest": jnp.matmul,
             "preferred_element_type=float32": lambda a, b: jnp.matmul(
                 a, b, preferred_element_type=jnp.float32).astype(jnp.bfloat16),
             "lax.dot_general precision=HIGHEST": lambda a, b: jax.lax.dot_general(
-                a, b, (((1,), (0,)), ((), ())), precision=(highest, highest))}
+                a, b, (((1,), (0,)), ((), ())), precision=(highest, highest)),
+            "default_matmul_precision BF16_BF16_F32": with_algorithm}
+
+
+def with_algorithm(a, b):
+    """jnp.matmul traced under JAX's dot algorithm for bf16 inputs and fp32 accumulation."""
+    import jax
+    import jax.numpy as jnp
+    with jax.default_matmul_precision("BF16_BF16_F32"):
+        return jnp.matmul(a, b)
 
 
 def probe(shape, out_dir: Path) -> list[dict]:
