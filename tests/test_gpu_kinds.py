@@ -9,8 +9,7 @@ import pytest
 
 from backends.gpus import model
 
-EVIDENCE = Path(__file__).resolve().parents[1] / "reports" / "evidence"
-SWEEPS = EVIDENCE / "h200-tuning" / "sweeps"          # sweeps named bare; others by their path in EVIDENCE
+SWEEPS = Path(__file__).resolve().parents[1] / "reports" / "evidence" / "h200-tuning" / "sweeps"
 SWEEP_NOISE = 1.0           # points of the copy: cold timings of one plan move about this much between runs
 
 
@@ -55,12 +54,9 @@ CHOICES = [
     ("backends.warp_tiles.segreduce", "warp", _warp_segreduce(("long", 2), "8192x32768-bfloat16"),
      "warp-segreduce.json"),
     ("backends.cuda_coop.segreduce", "cuda.coop",
-     lambda m: (m.SHORT_ROWS_ON_GPU["H200"], "1048576x256-float32"), "cuda-coop-segreduce.json"),
+     lambda m: ({"loads": m.LOADS_ON_GPU["H200"]}, "1048576x256-float32"), "cuda-coop-segreduce.json"),
     ("backends.numba_simt.segreduce", "numba",
      lambda m: ({"vectors": m.VECTORS_ON_GPU["H200"]}, "1048576x256-float32"), "numba-simt-segreduce.json"),
-    ("backends.tilelang.attention", "tilelang",
-     lambda m: ({"block_m": m.BLOCK_M, "block_n": m.BLOCK_N, "stages": m.STAGES_ON_GPU["H200"], "threads": m.THREADS},
-                "4x32x4096x128-full-bfloat16"), "attention/h200/sweeps/tilelang-attention.json"),
 ]
 
 
@@ -72,8 +68,7 @@ def _knobs(row: dict) -> dict:
 def test_a_kind_s_choice_is_its_sweep_s_best(module, tool, choice, sweep):
     pytest.importorskip(tool, reason=f"{module} imports {tool}")
     knobs, case = choice(importlib.import_module(module))
-    path = SWEEPS / sweep if "/" not in sweep else EVIDENCE / sweep
-    rows = [r for r in json.loads(path.read_text()) if r["case"] == case and r["status"] == "ok"]
+    rows = [r for r in json.loads((SWEEPS / sweep).read_text()) if r["case"] == case and r["status"] == "ok"]
     assert rows, f"{sweep} has no ok row for {case}"
     best = max(r["pct_of_reference"] for r in rows)
     chosen = [r for r in rows if _knobs(r) == knobs]

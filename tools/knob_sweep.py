@@ -185,10 +185,9 @@ def one_pass_scan(case, variant):
 
 
 def cuda_coop_segreduce(case, variant):
-    """cuda.coop's short rows: a warp a row with the loads a lane has in flight, one (a plain striped
-    loop) to eight (a 256-column row's whole share in one go); or a block of 32 threads a row, its
-    block load vectorized."""
-    return [{"loads": n} for n in (1, 2, 4, 8)] + [{"row_threads": 32}]
+    """cuda.coop's short rows (a warp a row): the loads a lane has in flight, one (a plain striped
+    loop) to eight (a 256-column row's whole share in one go)."""
+    return [{"loads": n} for n in (1, 2, 4, 8)]
 
 
 def numba_simt_segreduce(case, variant):

@@ -1,8 +1,6 @@
 """Per-row sum with cuda.coop: long rows take a block each (block load of tiles, a running sum
 per thread, one block sum at the end); short rows take a warp each (striped loads, LOADS of them a
-lane in flight into as many running sums, then a warp sum), or, where a GPU kind's sweep chose it
-(SHORT_ROWS_ON_GPU), a small block each, the long rows' kernel with ROW_THREADS threads: its block
-load vectorizes (16-byte loads, a thread's items at once)."""
+lane in flight into as many running sums, then a warp sum)."""
 import numba
 import numpy as np
 from numba import cuda
@@ -13,21 +11,19 @@ from backends.base import compiling
 from backends.gpus import model
 
 THREADS = 256
-ITEMS = 8                        # per thread and tile: 32 bytes of float32, two 16-byte loads
+ITEMS = 8                        # per thread and tile: 32 bytes of float32
+TILE = THREADS * ITEMS
 WARPS = THREADS // 32
 WARP_PER_ROW_UP_TO = 1024        # columns
 LOADS = 1                        # short rows: loads a lane has in flight (tools/knob_sweep.py cuda_coop segreduce)
-# short rows as a block of ROW_THREADS a row: ITEMS float32 a thread, so a 256-column row is one tile
-ROW_THREADS = 32
 # per GPU kind where its sweep differs: on the H200, 8 loads reach 57.5% of the copy on 2^20 rows of 256
 # float32, 1 load 50.3 (reports/evidence/h200-tuning/sweeps/cuda-coop-segreduce.json)
-SHORT_ROWS_ON_GPU = {"H200": {"loads": 8}}
+LOADS_ON_GPU = {"H200": 8}
 
 
-def block_per_row(dtype, threads=THREADS):
-    load = coop.block.make_load(dtype, threads, ITEMS, "vectorize")
-    block_sum = coop.block.make_sum(numba.float32, threads)
-    tile = threads * ITEMS
+def block_per_row(dtype):
+    load = coop.block.make_load(dtype, THREADS, ITEMS, "vectorize")
+    block_sum = coop.block.make_sum(numba.float32, THREADS)
 
     @cuda.jit(link=load.files + block_sum.files)
     def row_sum(x, y):
@@ -36,12 +32,12 @@ def block_per_row(dtype, threads=THREADS):
         cols = xrow.shape[0]
         items = cuda.local.array(ITEMS, dtype)
         acc = numba.float32(0.0)
-        full = cols // tile
+        full = cols // TILE
         for t in range(full):
-            load(xrow[t * tile:], items)
+            load(xrow[t * TILE:], items)
             for i in range(ITEMS):
                 acc += numba.float32(items[i])
-        for c in range(full * tile + tid, cols, threads):      # the tail, guarded by hand
+        for c in range(full * TILE + tid, cols, THREADS):      # the tail, guarded by hand
             acc += numba.float32(xrow[c])
         total = block_sum(acc)
         if tid == 0:
@@ -82,23 +78,19 @@ def supports(case, variant=""):
     return None
 
 
-def build(case, inputs, outputs, stream, variant="", loads=None, row_threads=None):
+def build(case, inputs, outputs, stream, variant="", loads=None):
     x, y = inputs["x"], outputs["y"]
-    if loads is None and row_threads is None:
-        plan = SHORT_ROWS_ON_GPU.get(model(cuda.get_current_device().name), {})
-        loads, row_threads = plan.get("loads", LOADS), plan.get("row_threads")
+    loads = loads or LOADS_ON_GPU.get(model(cuda.get_current_device().name), LOADS)
     rows, cols = x.shape
     dtype = numba.from_dtype(np.dtype(case.dtype))
     with compiling():          # NVRTC for the primitives, then numba: CPU work, others may time meanwhile
-        if cols > WARP_PER_ROW_UP_TO:
-            kernel, grid, threads = block_per_row(dtype), rows, THREADS
-        elif row_threads and case.dtype != "float16":         # (the block load: no __half, see supports)
-            kernel, grid, threads = block_per_row(dtype, row_threads), rows, row_threads
+        if cols <= WARP_PER_ROW_UP_TO:
+            kernel, grid = warp_per_row(dtype, loads), (rows + WARPS - 1) // WARPS
         else:
-            kernel, grid, threads = warp_per_row(dtype, loads or LOADS), (rows + WARPS - 1) // WARPS, THREADS
+            kernel, grid = block_per_row(dtype), rows
         kernel.compile((numba.typeof(x), numba.typeof(y)))
 
     def run():
-        kernel[grid, threads, stream](x, y)
+        kernel[grid, THREADS, stream](x, y)
 
     return run
