@@ -11,7 +11,7 @@ pytest.importorskip("jax", reason="jax not installed (pip install '.[pallas-cpu]
 def test_the_probe_names_the_arithmetic_of_each_form(tmp_path):
     from experiments.jax_gemv import probe
     assert probe.main(["--shape", "1,264,104", "--out", str(tmp_path)]) == 0
-    rows = json.loads((tmp_path / "results.json").read_text())
+    rows = json.loads((tmp_path / "probe.json").read_text())
     assert [r["form"] for r in rows] == list(probe.forms())
     for r in rows:
         assert r["beyond_bound"] == 0 and r["elements"] == 264

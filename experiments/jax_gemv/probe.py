@@ -96,7 +96,7 @@ def main(argv=None) -> int:
     shapes = [tuple(int(x) for x in s.split(",")) for s in args.shape] if args.shape else SHAPES
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [row for shape in shapes for row in probe(shape, args.out)]
-    (args.out / "results.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (args.out / "probe.json").write_text(json.dumps(rows, indent=1) + "\n")
     for r in rows:
         print(f"{r['shape']:>16} {r['form']:36} beyond bound {r['beyond_bound']:5d}/{r['elements']:<8d} "
               f"{' '.join(f'{k}={v:.2f}' for k, v in r['equal_to_model'].items())}  {','.join(r['hlo_ops'])}")
