@@ -35,6 +35,13 @@ print("run:", "complete" if run["complete"] else "stopped", run.get("duration_s"
       ", ".join(f"{k} {v:.0f}" for k, v in list((run.get("worker_phases") or {}).items())[:6]))
 print("\n".join(profile_lines(doc)))' "$1" || true; }
 
+# FOLDER ARGS...: a run of the lab with the tools' own sites, into the step's FOLDER, then where its time
+# went; RESUME=1: go on with the run an earlier call left in $WORK (the node keeps /tmp while warm)
+run_part() { local dir=$OUT/$step/$1; shift
+  WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
+    run_ways "$@" ${RESUME:+--resume} --out "$dir"
+  run_profile "$dir/results.json"; }
+
 # each attention example in a process of its own, with its tool's site where it has one (EXAMPLES: which;
 # EXAMPLE_DTYPE: that dtype's cases only; EXAMPLE_MASK: full or causal cases only; EXAMPLE_TIMEOUT: seconds
 # each, 300 unless given)
@@ -108,16 +115,10 @@ for step in "$@"; do
         | tee "$OUT/$step/compare.txt" ;;
     part)             # any selection of the lab's run (PART: its arguments, e.g. "-b tilelang -p attention
                       # --cases all"; PART_NAME: its folder, so parts of one call are packed together)
-      WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
-        run_ways ${PART:?PART: the selection to run} --jobs "${JOBS:-4}" --out "$OUT/$step/${PART_NAME:-run}"
-      run_profile "$OUT/$step/${PART_NAME:-run}/results.json" ;;
+      run_part "${PART_NAME:-run}" ${PART:?PART: the selection to run} --jobs "${JOBS:-4}" ;;
     memory-part)      # the memory-bound problems' bench cases on every backend, in one run: each GPU kind's
-                      # plans against the same run's copy and read stream and each case's best row;
-                      # RESUME=1: go on with the run an earlier call left in $WORK
-      WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
-        run_ways -p elementwise -p segreduce -p scan --cases bench --no-compile --jobs "${JOBS:-8}" \
-        ${RESUME:+--resume} --out "$OUT/$step/run"
-      run_profile "$OUT/$step/run/results.json" ;;
+                      # plans against the same run's copy and read stream and each case's best row
+      run_part run -p elementwise -p segreduce -p scan --cases bench --no-compile --jobs "${JOBS:-8}" ;;
     full-jobs)        # the full default run, --jobs at a time (every bundle unpacked first); GPUS=0,: that
                       # GPU; RESUME=1: go on with the run an earlier call left in $WORK (the node keeps /tmp while warm)
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \

@@ -91,12 +91,24 @@ def row_kernels(dtype):
             c += step
         return (a0 + a1) + (a2 + a3)
 
-    @cuda.jit
-    def warp_per_row(x, y):
-        warp, lane = cuda.threadIdx.x // 32, cuda.threadIdx.x % 32
-        row = cuda.blockIdx.x * WARPS + warp
-        partial = cuda.shared.array((WARPS, 32), numba.float32)
-        partial[warp, lane] = element_sum(x, row, lane, 32) if row < y.shape[0] else numba.float32(0.0)
+    @cuda.jit(device=True, inline=True)
+    def vector_sum(xw, base, end, v):        # a row of whole 2-word vectors; v: the lane's first word
+        a0 = a1 = numba.float32(0.0)
+        while v + 64 < end:                  # two vectors in flight
+            w0, w1 = load2(xw, base + v)
+            w2, w3 = load2(xw, base + v + 64)
+            a0 += word_sum(w0) + word_sum(w1)
+            a1 += word_sum(w2) + word_sum(w3)
+            v += 128
+        if v < end:
+            w0, w1 = load2(xw, base + v)
+            a0 += word_sum(w0) + word_sum(w1)
+        return a0 + a1
+
+    @cuda.jit(device=True, inline=True)
+    def store_warp_sum(partial, warp, lane, row, mine, y):
+        """y[row] = the warp's lane sums, added by lane 0 in lane order (no shuffles: the simulator)."""
+        partial[warp, lane] = mine
         cuda.syncthreads()
         if lane == 0 and row < y.shape[0]:
             s = numba.float32(0.0)
@@ -105,30 +117,20 @@ def row_kernels(dtype):
             y[row] = s
 
     @cuda.jit
-    def warp_per_row_vectors(xw, words_a_row, y):       # a row is whole vectors of 2 words
+    def warp_per_row(x, y):
         warp, lane = cuda.threadIdx.x // 32, cuda.threadIdx.x % 32
         row = cuda.blockIdx.x * WARPS + warp
         partial = cuda.shared.array((WARPS, 32), numba.float32)
-        a0 = a1 = numba.float32(0.0)
-        if row < y.shape[0]:
-            base = row * words_a_row
-            v = 2 * lane                          # the lane's first vector's first word
-            while v + 64 < words_a_row:           # two vectors in flight
-                w0, w1 = load2(xw, base + v)
-                w2, w3 = load2(xw, base + v + 64)
-                a0 += word_sum(w0) + word_sum(w1)
-                a1 += word_sum(w2) + word_sum(w3)
-                v += 128
-            if v < words_a_row:
-                w0, w1 = load2(xw, base + v)
-                a0 += word_sum(w0) + word_sum(w1)
-        partial[warp, lane] = a0 + a1
-        cuda.syncthreads()
-        if lane == 0 and row < y.shape[0]:
-            s = numba.float32(0.0)
-            for i in range(32):
-                s += partial[warp, i]
-            y[row] = s
+        mine = element_sum(x, row, lane, 32) if row < y.shape[0] else numba.float32(0.0)
+        store_warp_sum(partial, warp, lane, row, mine, y)
+
+    @cuda.jit
+    def warp_per_row_vectors(xw, words_a_row, y):
+        warp, lane = cuda.threadIdx.x // 32, cuda.threadIdx.x % 32
+        row = cuda.blockIdx.x * WARPS + warp
+        partial = cuda.shared.array((WARPS, 32), numba.float32)
+        mine = vector_sum(xw, row * words_a_row, words_a_row, 2 * lane) if row < y.shape[0] else numba.float32(0.0)
+        store_warp_sum(partial, warp, lane, row, mine, y)
 
     return block_per_row, warp_per_row, warp_per_row_vectors
 

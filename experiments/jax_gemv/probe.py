@@ -5,10 +5,10 @@ For each shape, the lab's GEMM problem makes the inputs and the float64 referenc
 product is computed by `jnp.matmul` (jitted, matmul precision `highest`), by `jnp.matmul(...,
 preferred_element_type=float32)` rounded once to bf16, by `jax.lax.dot_general` with
 `precision=HIGHEST`, and by `jnp.matmul` under JAX's dot algorithm `BF16_BF16_F32`
-(`jax.default_matmul_precision`). Each result is compared
-with the reference (elements beyond the bound) and, element for element, with host models of candidate arithmetic: fp32
-accumulation rounded once to bf16 (what the problem asks), each product rounded to bf16 before an fp32
-sum, and a bf16 running sum. The optimised HLO of each form is saved beside the results, so what XLA
+(`jax.default_matmul_precision`). Each result is compared with the reference (elements beyond the
+bound) and, element for element, with host models of candidate arithmetic: fp32 accumulation rounded
+once to bf16 (what the problem asks), each product rounded to bf16 before an fp32 sum, and a bf16
+running sum. The optimised HLO of each form is saved beside the results, so what XLA
 made of the dot (a GEMM call, a Triton fusion, a multiply and reduce) can be read.
 
     python -m experiments.jax_gemv.probe [--shape M,N,K ...] [--out DIR]
