@@ -22,23 +22,24 @@ $(VENV)/.installed: pyproject.toml Makefile requirements/tilelang-site.txt
 	# nvrtc[cutlass]: CUTLASS's C++ headers only; the wheel's Python deps (cuda-python, scipy, ...) are
 	# not used and would move cuda-bindings back a release
 	$(PY) -m pip install -q --no-deps nvidia-cutlass==4.2.0.0
-	# TileLang in a site of its own (WAYS_TILELANG_SITE): its apache-tvm-ffi < 0.1.13 clashes with the cute
-	# extra's, and its nvcc must come with the NVVM and crt of its own CUDA release (pip takes newer ones)
+	# TileLang in a site of its own, where the lab looks by default (or where WAYS_TILELANG_SITE says): its
+	# apache-tvm-ffi < 0.1.13 clashes with the cute extra's, and its nvcc must come with the NVVM and crt of its
+	# own CUDA release (pip takes newer ones)
 	$(PY) -m pip install -q --no-deps --target $(TILELANG_SITE) $(TILELANG_PINS)
 	touch $@
 
 # the tests side by side, one a core (kernel builds and simulations take minutes of one core each), then
 # those that time what they run, wait on timeouts or send signals, one at a time (tests/conftest.py)
 test: $(VENV)/.installed
-	WAYS_TILELANG_SITE=$(TILELANG_SITE) $(PY) -m pytest -m "not alone" -n auto --dist worksteal; side=$$?; \
-	WAYS_TILELANG_SITE=$(TILELANG_SITE) $(PY) -m pytest -m alone; alone=$$?; \
+	$(PY) -m pytest -m "not alone" -n auto --dist worksteal; side=$$?; \
+	$(PY) -m pytest -m alone; alone=$$?; \
 	exit $$(( side || alone ))
 
 # on a GPU, six implementations' workers at once (ways run --jobs: the GPU is one's alone while it times)
 DEMO_JOBS ?= $(if $(HAS_GPU),6,1)
 
 demo: $(VENV)/.installed
-	WAYS_TILELANG_SITE=$(TILELANG_SITE) $(VENV)/bin/ways run --quick --jobs $(DEMO_JOBS) --out reports/latest --html
+	$(VENV)/bin/ways run --quick --jobs $(DEMO_JOBS) --out reports/latest --html
 
 clean:
 	rm -rf $(VENV) reports/latest .pytest_cache .benchmarks

@@ -8,6 +8,7 @@ import math
 import importlib.machinery
 import importlib.util
 import os
+import sys
 
 import numpy as np
 
@@ -53,6 +54,10 @@ class Backend:
     min_compute_capability = (7, 0)
     min_driver_cuda = (12, 0)
     site_var: str | None = None     # an environment variable naming a site of the tool's own (search_paths)
+    # where that site is when the variable is unset: a folder of the environment's prefix (sys.prefix),
+    # and the requirements file that `site_install()` fills it from
+    site_default: str = ""
+    site_requirements: str = ""
     cache_vars: dict[str, str] = {}  # noqa: RUF012  extra JIT cache env vars -> sub-folder of the cache dir
     # False where nothing of a build is kept on disk for a later process: a warm compile-time process
     # would build it all again, so the lab measures cold ones only and says why
@@ -102,7 +107,16 @@ class Backend:
         site (a pip --target folder) named by the environment variable `site_var`, if set, and its
         CUDA wheels' bin folder."""
         site = os.environ.get(self.site_var) if self.site_var else None
+        if not site and self.site_default and os.path.isdir(os.path.join(sys.prefix, self.site_default)):
+            site = os.path.join(sys.prefix, self.site_default)
         return {"PYTHONPATH": site, "PATH": os.path.join(site, "nvidia", "cu13", "bin")} if site else {}
+
+    def install_hint(self) -> str:
+        """The command that installs what the variant needs: its site's where it has one, else its extra."""
+        if self.site_default:
+            return (f"pip install --no-deps --target {os.path.join(sys.prefix, self.site_default)} -r "
+                    f"{self.site_requirements}, or name another site with {self.site_var}")
+        return f"pip install '.[{self.extra_for()}]'" if self.extra_for() else ""
 
     def stream(self, handle: int):
         """The tool's own object for the harness's CUDA stream (given as a raw handle)."""
@@ -114,6 +128,11 @@ class Backend:
 
     def release(self) -> None:
         """Give cached device memory back between cases (caching allocators keep it)."""
+
+    def known_cause(self, problem: str, case) -> str:
+        """Where this variant's output on `case` is outside the bound by its library's own arithmetic
+        (not the lab's code), that cause in a few words: a wrong row shows it in every view."""
+        return ""
 
     def first_build_s(self, problem: str) -> float:
         """About how long a first build takes, seconds (measured on the H100): `ways run --jobs`
@@ -168,9 +187,8 @@ class Backend:
             site = self.search_paths().get("PYTHONPATH")   # only this backend's workers get it
             missing = [m for m in self.modules() if not _installed(m, site)]
             if missing:
-                extra = self.extra_for()
-                hint = f" (pip install '.[{extra}]')" if extra else ""
-                return False, f"missing {', '.join(missing)}{hint}"
+                hint = self.install_hint()
+                return False, f"missing {', '.join(missing)}" + (f" ({hint})" if hint else "")
             if self.device() != "cuda":
                 return True, ""
             found = gpu.gpus()

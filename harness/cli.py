@@ -62,7 +62,7 @@ def writable_dir(path: str) -> Path:
 
 def cmd_list(args) -> int:
     from harness.report import terminal
-    terminal.print_inventory()
+    terminal.print_cases(args.problem) if args.cases else terminal.print_inventory()
     return 0
 
 
@@ -75,7 +75,9 @@ def cmd_env(args) -> int:
 def cmd_run(args) -> int:
     from harness.report.terminal import print_summary
     from harness.run.progress import RichProgress
-    from harness.run.runner import Options, OutputBusy, Run
+    from harness.run.outdir import OutputBusy
+    from harness.run.plan import Options
+    from harness.run.runner import Run
     try:
         registry.select(args.problem, args.backend)
     except ValueError as exc:
@@ -100,15 +102,15 @@ def cmd_run(args) -> int:
     custom = custom_cases(args)
     names = tuple(args.case or ())
     if names:
-        known = {c.name for p in (args.problem or problems.names()) for c in problems.get(p).cases()}
+        known = {c.name for p in map(problems.get, args.problem or problems.names()) for c in p.cases() + p.host_cases()}
         unknown = [n for n in names if n not in known]
         if unknown:
-            raise UsageError(f"no built-in case named {', '.join(unknown)} (`ways list` shows the problems; "
-                             f"case names look like {sorted(known)[0]})")
+            raise UsageError(f"no built-in case named {', '.join(unknown)} (`ways list --cases` shows every "
+                             f"problem's, e.g. {sorted(known)[0]})")
     kinds = {"test": ("test",), "bench": ("bench",), "all": ("test", "bench")}[args.cases]
     out = writable_dir(args.out)
     opts = Options(problems=args.problem or [], backends=args.backend or [], kinds=kinds, custom=custom,
-                   out=out, item_timeout=args.timeout, measure_compile=not (args.no_compile or args.quick),
+                   out=out, item_timeout=args.timeout, measure_compile=not (args.no_compile or args.quick or custom),
                    compile_repeats=args.compile_repeats, retry_after_timeout=args.retry_after_timeout,
                    dtype=dtype_of(args.dtype).name if args.dtype and not custom else None,
                    case_names=names, quick=args.quick, compile_jobs=args.compile_jobs, jobs=args.jobs,
@@ -131,7 +133,7 @@ def cmd_run(args) -> int:
     print(f"results: {out / 'results.json'}, {out / 'summary.csv'}")
     if args.html:
         from harness.report import pipeline
-        pipeline.write(doc, out, html=True, echo=False)
+        pipeline.write(doc, out, html=True)
     return 0
 
 
@@ -167,7 +169,7 @@ def _run_spread(args, opts, out: Path) -> int:
     from harness.report.terminal import print_summary
     from harness.run import cluster, lanes
     from harness.run.progress import RichProgress
-    from harness.run.runner import OutputBusy
+    from harness.run.outdir import OutputBusy
     if args.ray and args.gpus:
         raise UsageError("--ray and --gpus: pick one (a Ray cluster places its own lanes)")
     try:
@@ -187,7 +189,7 @@ def _run_spread(args, opts, out: Path) -> int:
     print(f"results: {out / 'results.json'} (merged from {out / 'lanes'}), {out / 'summary.csv'}")
     if args.html:
         from harness.report import pipeline
-        pipeline.write(doc, out, html=True, echo=False)
+        pipeline.write(doc, out, html=True)
     return 0
 
 
@@ -255,7 +257,8 @@ def cmd_sweep(args) -> int:
     from harness.report.terminal import print_summary
     from harness.run import sweep
     from harness.run.progress import RichProgress
-    from harness.run.runner import Options, Run
+    from harness.run.plan import Options
+    from harness.run.runner import Run
     try:
         chosen = registry.select(args.problem, args.backend)
     except ValueError as exc:
@@ -281,13 +284,21 @@ def cmd_sweep(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="ways", description="1,001 ways to write a CUDA kernel in Python")
     sub = ap.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="problems x backends, with availability").set_defaults(fn=cmd_list)
+    lst = sub.add_parser("list", help="problems x backends, with availability (--cases: each problem's cases)")
+    lst.add_argument("--cases", action="store_true", help="each problem's built-in cases instead (the names --case takes)")
+    lst.add_argument("-p", "--problem", action="append", help="with --cases: only this problem's (repeatable)")
+    lst.set_defaults(fn=cmd_list)
     sub.add_parser("env", help="GPU, driver, versions, what each backend lacks").set_defaults(fn=cmd_env)
-    run = sub.add_parser("run", help="check (and on a GPU, time) implementations")
+    run = sub.add_parser("run", help="check (and on a GPU, time) implementations",
+                         description="Check every selected implementation on fresh random inputs against a float64 "
+                                     "reference and the others; time its bench cases (on a GPU against a ceiling "
+                                     "measured in the same run, without one on the host); write results.json, "
+                                     "summary.csv and logs/ into --out.")
     run.add_argument("-p", "--problem", action="append", help=f"one of {', '.join(problems.names())} (repeatable)")
     run.add_argument("-b", "--backend", action="append",
                      help="backend or backend[variant], e.g. array_api[torch] (repeatable)")
-    run.add_argument("--cases", choices=("test", "bench", "all"), default="all")
+    run.add_argument("--cases", choices=("test", "bench", "all"), default="all",
+                     help="the built-in test cases (checked only), bench cases (checked and timed) or both (default)")
     run.add_argument("--shape", action="append",
                      help="your own case, e.g. M=4096,N=4096,K=1024 or rows=3,cols=5:bf16 (with one -p; repeatable)")
     run.add_argument("--dtype", help="float32|float16|bfloat16 (or fp32, fp16, bf16)")

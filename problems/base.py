@@ -157,7 +157,7 @@ class Problem:
     dims: tuple[str, ...] = ()    # the shape's keys, e.g. ("rows", "cols")
     dtypes: tuple[str, ...] = ()
     compile_case_name: str = ""   # the small case on which compile time is measured
-    quick_case_names: tuple[str, ...] = ()   # `ways run --quick`: a test case and the headline bench case
+    quick_case_names: tuple[str, ...] = ()   # `ways run --quick` on a GPU: a test case and the headline bench case
     roofline = "memory"           # "memory": judged against `ceiling`; "compute": against `vendor`
     # a memory-bound problem's ceiling, measured in the same run: "copy" (bytes read + written, as
     # much of each) or "read" (a read stream: a reduction writes next to nothing)
@@ -172,6 +172,12 @@ class Problem:
     # -- to override ----------------------------------------------------------------------
     def cases(self) -> list[Case]:
         raise NotImplementedError
+
+    def host_cases(self) -> list[Case]:
+        """Bench cases sized for a run without a GPU, the first the headline: a host row takes about a
+        second a call and the float64 reference fits a small machine. Such a run times these in
+        place of the GPU's bench cases."""
+        return []
 
     def make_inputs(self, case: Case, seed: int) -> dict:
         raise NotImplementedError
@@ -193,10 +199,19 @@ class Problem:
 
     # -- shared ---------------------------------------------------------------------------
     def case(self, name: str) -> Case:
-        for c in self.cases():
+        for c in self.cases() + self.host_cases():
             if c.name == name:
                 return c
         raise KeyError(f"{self.name} has no case {name!r}")
+
+    def run_cases(self, on_gpu: bool) -> list[Case]:
+        """A run's built-in cases: the test cases, and the bench cases of the device the run has."""
+        return self.cases() if on_gpu else [c for c in self.cases() if c.kind == "test"] + self.host_cases()
+
+    def quick_cases(self, on_gpu: bool) -> tuple[str, ...]:
+        """`ways run --quick`: a test case and the headline bench case of the device the run has."""
+        test, bench = self.quick_case_names
+        return (test, bench if on_gpu else self.host_cases()[0].name)
 
     def footprint(self, case: Case) -> int:
         """Bytes of all inputs and outputs of a case (host and device each hold this much)."""
@@ -216,8 +231,8 @@ class Problem:
         missing = [d for d in self.dims if d not in shape]
         extra = [k for k in shape if k not in self.dims]
         if missing or extra:
-            raise ValueError(f"{self.name} needs shape keys {','.join(self.dims)}"
-                             f" (missing: {','.join(missing) or '-'}; unknown: {','.join(extra) or '-'})")
+            said = [f"{what}: {','.join(keys)}" for what, keys in (("missing", missing), ("unknown", extra)) if keys]
+            raise ValueError(f"{self.name} needs shape keys {','.join(self.dims)} ({'; '.join(said)})")
         for k, v in shape.items():
             if k in self.flags and v not in (0, 1):
                 raise ValueError(f"shape {k}={v!r} is a flag: 0 or 1")

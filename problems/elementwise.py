@@ -6,6 +6,7 @@ from problems.base import DTYPES, Case, Expected, Problem, decode, log_uniform, 
 CHECKED_ELEMENTS = 2**24    # longer vectors are checked on both ends and a random sample (NaN check stays full)
 CHECKED_SAMPLES = 2**22
 SWEEP_ELEMENTS = 1 << 24    # ways sweep: lengths up to this
+HOST_ELEMENTS = 1 << 24     # a run without a GPU: 64 MiB a float32 vector
 
 # Exactly representable in every dtype, so all backends multiply by the same number.
 ALPHAS = (0.5, 0.75, 1.25, 1.5, -0.75, 2.0)
@@ -27,6 +28,9 @@ class Elementwise(Problem):
         bench = [(2**28, "float32"), (2**28, "float16"), (2**28, "bfloat16")]
         return ([Case(f"{n}-{dt}", "test", dt, {"n": n}) for n, dt in test]
                 + [Case(f"{n}-{dt}", "bench", dt, {"n": n}) for n, dt in bench])
+
+    def host_cases(self):
+        return [Case(f"{HOST_ELEMENTS}-{dt}", "bench", dt, {"n": HOST_ELEMENTS}) for dt in ("float32", "float16")]
 
     def random_shape(self, rng):
         return {"n": log_uniform(rng, 1, SWEEP_ELEMENTS)}     # odd lengths, tails of every size

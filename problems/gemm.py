@@ -42,6 +42,9 @@ class Gemm(Problem):
                  (16384, 16384, 512, "bfloat16")]
         return [_case("test", *t) for t in test] + [_case("bench", *b) for b in bench]
 
+    def host_cases(self):
+        return [_case("bench", 2048, 2048, 2048, "float32")]      # NumPy has no bfloat16, and no float16 BLAS
+
     def random_shape(self, rng):
         """Half aligned but ragged (K and N multiples of 8, where TMA paths take them; no side a
         multiple of a tile), half anything, every side in [1, 2048]."""

@@ -36,6 +36,9 @@ class SegReduce(Problem):
                  (8192, 32768, "bfloat16")]
         return [_case("test", *t) for t in test] + [_case("bench", *b) for b in bench]
 
+    def host_cases(self):
+        return [_case("bench", 4096, 4096, "float32"), _case("bench", 2**16, 256, "float32")]   # 64 MiB each
+
     def random_shape(self, rng):
         kind = rng.integers(3)
         if kind == 0:                                   # few very long rows, odd lengths

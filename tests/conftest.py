@@ -9,7 +9,8 @@ import pytest
 import backends
 from harness.measure import gpu
 from harness.run import registry
-from harness.run.runner import Options, Run
+from harness.run.plan import Options
+from harness.run.runner import Run
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD_BACKENDS = str(ROOT / "tests" / "fixtures" / "bad_backends")

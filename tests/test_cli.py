@@ -28,7 +28,8 @@ def ran(out, *args) -> dict:
     (["-p", "fft"], "unknown problem 'fft' (valid: attention, elementwise, gemm, scan, segreduce)"),
     (["-b", "magic"], "unknown backend 'magic' (valid: array_api"),
     (["-b", "array_api[julia]"], "no variant 'julia'"),
-    (["-p", "gemm", "--shape", "M=4096,N=4096"], "missing: K"),
+    (["-p", "gemm", "--shape", "M=4096,N=4096"], "gemm needs shape keys M,N,K (missing: K)\n"),
+    (["-p", "gemm", "--shape", "M=4,N=4,K=4,Q=1"], "gemm needs shape keys M,N,K (unknown: Q)\n"),
     (["-p", "gemm", "--shape", "M=4096,N=x,K=1"], "'x' is not an integer"),
     (["-p", "gemm", "--shape", "M=4096,N=-4,K=1"], "must not be negative"),
     (["-p", "gemm", "--shape", "M=1.5,N=4,K=1"], "not an integer"),
@@ -37,7 +38,7 @@ def ran(out, *args) -> dict:
     (["-p", "segreduce", "--shape", "rows=131072,cols=131072"], "more than the"),
     (["-p", "gemm", "-p", "segreduce", "--shape", "M=1,N=1,K=1"], "exactly one -p"),
     (["-p", "elementwise", "--shape", "n=2000000000000"], "too large"),
-    (["-p", "gemm", "--case", "8x8x8-float16"], "no built-in case named 8x8x8-float16"),
+    (["-p", "gemm", "--case", "8x8x8-float16"], "no built-in case named 8x8x8-float16 (`ways list --cases` shows"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, msg):
     out = tmp_path / "never"
@@ -65,6 +66,50 @@ def test_list_shows_the_matrix():
     assert r.returncode == 0
     for word in ("array_api[numpy]", "array_api[cupy]", "array_api[torch]", "segreduce", "elementwise", "gemm"):
         assert word in r.stdout
+
+
+def test_list_cases_shows_the_names_case_takes():
+    import problems
+    r = ways("list", "--cases", "-p", "gemm")
+    assert r.returncode == 0, r.stderr
+    gemm = problems.get("gemm")
+    assert all(c.name in r.stdout for c in gemm.cases() + gemm.host_cases()) and "scan" not in r.stdout
+    assert "bench, without a GPU" in r.stdout and "bench, a GPU's" in r.stdout
+    one = ways("run", "-p", "gemm", "-b", "array_api[numpy]", "--case", gemm.host_cases()[0].name, "--cases", "bench",
+               "--no-compile", "--out", "/dev/null/x")        # a host case is a built-in one: only the --out fails
+    assert one.returncode == 2 and "not writable" in one.stderr
+
+
+def test_help_describes_run_and_every_option():
+    r = ways("run", "--help")
+    assert r.returncode == 0 and "Check every selected implementation" in r.stdout
+    options = [line.split()[0] for line in r.stdout.split("options:")[1].splitlines() if line.strip().startswith("-")]
+    described = r.stdout.split("options:")[1]
+    assert "--cases {test,bench,all}" in described and "test cases (checked only)" in described
+    assert len(options) >= 15
+
+
+def test_report_says_what_it_wrote_and_does_not_print_the_report(tmp_path):
+    r = ways("report", str(ROOT / "reports/h100/results.json"), "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("written: ") and "| implementation |" not in r.stdout and len(r.stdout) < 1000
+
+
+def test_a_custom_case_starts_no_compile_time_process(tmp_path):
+    """Compile figures come from each problem's own compile case: a run of one's own shape skips them."""
+    doc = ran(tmp_path / "out", "-p", "gemm", "-b", "array_api[numpy]", "--shape", "M=64,N=64,K=64:fp32")
+    assert [(x["status"], x["compile"]) for x in doc["records"] if x["variant"] == "numpy"] == [("ok", None)]
+    assert not any("compile" in phase for phase in doc["run"]["phases"])
+
+
+def test_a_skip_reason_is_never_cut(capsys):
+    from harness.report.terminal import print_summary
+    reason = "missing tilelang (pip install --no-deps --target /a/long/path/" + "x" * 150 + "/tilelang-site -r r.txt)"
+    doc = {"run": {}, "records": [{"problem": "gemm", "case": "c", "kind": "test", "backend": "tilelang",
+                                   "variant": "", "status": "unavailable", "reason": reason, "error": None,
+                                   "max_rel_err": None, "build_s": None, "compile": None, "loc": None}]}
+    print_summary(doc)
+    assert f"skipped tilelang: {reason}\n" in capsys.readouterr().out
 
 
 def test_env_says_what_is_missing():
@@ -172,14 +217,16 @@ def test_an_interrupted_run_leaves_valid_results_and_no_worker(tmp_path, bad_bac
 
 
 def test_quick_runs_each_problems_quick_cases_and_marks_its_rows(tmp_path):
-    from harness.run.runner import Options, plan
+    from harness.run.plan import Options, plan
+    from tests.conftest import HAS_GPU
     jobs = plan(Options(backends=["array_api[numpy]"], quick=True))
+    bench = {"attention": "4x32x4096x128-full-bfloat16", "elementwise": "268435456-float32",      # a GPU's
+             "gemm": "8192x8192x8192-bfloat16", "scan": "268435456-float32", "segreduce": "8192x32768-float32"} \
+        if HAS_GPU else {"attention": "1x8x1024x64-full-float16", "elementwise": "16777216-float32",  # the host's
+                         "gemm": "2048x2048x2048-float32", "scan": "4194304-float32", "segreduce": "4096x4096-float32"}
     assert {(j.impl.problem, c.name) for j in jobs for c in j.cases} == {
-        ("attention", "1x2x17x64-causal-bfloat16"), ("attention", "4x32x4096x128-full-bfloat16"),
-        ("elementwise", "1001-float32"), ("elementwise", "268435456-float32"),
-        ("gemm", "129x257x65-bfloat16"), ("gemm", "8192x8192x8192-bfloat16"),
-        ("scan", "4097-float32"), ("scan", "268435456-float32"),
-        ("segreduce", "37x4097-float32"), ("segreduce", "8192x32768-float32")}
+        ("attention", "1x2x17x64-causal-bfloat16"), ("elementwise", "1001-float32"), ("gemm", "129x257x65-bfloat16"),
+        ("scan", "4097-float32"), ("segreduce", "37x4097-float32"), *bench.items()}
     out = tmp_path / "out"
     r = ways("run", "-b", "array_api[numpy]", "-p", "segreduce", "--quick", "--cases", "test", "--out", str(out),
              "--html")

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from harness.results import records
-from harness.run.runner import Options
+from harness.run.plan import Options
 from tests.test_cli import ran
 
 ray = pytest.importorskip("ray", reason="the Ray executor's extra is not installed (pip install '.[ray]')")
@@ -50,7 +50,7 @@ def dying_lane(opts, jobs, out=None):
 
 def test_a_task_that_keeps_dying_is_reported_failed(tmp_path, monkeypatch):
     from harness.run import cluster
-    from harness.run.runner import NullProgress
+    from harness.run.progress import NullProgress
     monkeypatch.setattr(cluster, "_lane", dying_lane)
     opts = numpy_rows(tmp_path / "out")
     doc = cluster.run(opts, "local:2", NullProgress())
@@ -82,7 +82,7 @@ def wait_for_both_lanes(out, limit_s=None):
 
 def test_an_interrupted_run_keeps_what_every_task_measured(tmp_path, monkeypatch):
     from harness.run import cluster
-    from harness.run.runner import NullProgress
+    from harness.run.progress import NullProgress
     monkeypatch.setattr(cluster, "_lane", lingering_lane)
     out = tmp_path / "out"
     opts = numpy_rows(out)
@@ -107,7 +107,7 @@ def test_a_ctrl_c_while_a_finished_task_is_collected_loses_nothing(tmp_path, mon
     """Ctrl-C reaching the driver as it keeps a finished task's document (here: as it writes it): the
     document is still merged, from the lane's folder the task wrote it to."""
     from harness.run import cluster
-    from harness.run.runner import NullProgress
+    from harness.run.progress import NullProgress
     monkeypatch.setattr(cluster, "_lane", lingering_lane)
     write, writes = records.atomic_write, []
     out = tmp_path / "out"

@@ -33,9 +33,9 @@ def nvrtc_library() -> str | None:
 
 
 def tilelang_site() -> str | None:
-    site = os.environ.get("WAYS_TILELANG_SITE")
+    site = backends.get("tilelang").search_paths().get("PYTHONPATH")
     if not site or not os.path.isdir(os.path.join(site, "tilelang")):
-        return "no TileLang site (make test installs one and sets WAYS_TILELANG_SITE)"
+        return "no TileLang site (make test installs one in the environment, or name one with WAYS_TILELANG_SITE)"
     return None
 
 

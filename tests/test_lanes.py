@@ -7,7 +7,8 @@ import pytest
 
 from harness.results import records
 from harness.run import lanes
-from harness.run.runner import NullProgress, Options, plan
+from harness.run.plan import Options, plan
+from harness.run.progress import NullProgress
 from tests.test_cli import ran, ways
 
 

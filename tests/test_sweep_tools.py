@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+import backends
 import problems
 from tools.sweep import pct_of_reference
 from tools.sweep_table import tables
@@ -156,7 +157,7 @@ def test_tilelangs_attention_sweep_candidates_lower_for_sm90a():
     missing = tilelang_site()
     if missing:
         pytest.skip(missing)
-    site = os.environ["WAYS_TILELANG_SITE"]
+    site = backends.get("tilelang").search_paths()["PYTHONPATH"]
     script = """
 import problems
 from backends.tilelang import attention, compile_program

@@ -47,6 +47,10 @@ def test_the_page_leads_with_the_same_verdict():
     from harness.report import page
     doc = json.loads((ROOT / "reports/h100/results.json").read_text())
     html = page.render(doc, [])
-    assert html.index("<h2 id=verdict>Verdict</h2>") < html.index("<h2>Environment</h2>")
+    order = [html.index(h) for h in ("<h2 id=found>What this run found</h2>", "<h2 id=verdict>Verdict</h2>",
+                                     "<h2>Overview</h2>", "<h2 id=environment>Environment</h2>")]
+    assert order == sorted(order)
+    found = html[order[0]:order[1]]
+    assert all(f"<li><b>{problem}</b> ({shows.split(':')[0]}, cold)" in found for problem, shows, _ in verdict.tables(doc))
     for problem, shows, cells in verdict.tables(doc):
         assert f"{problem} {shows.split(':')[0]}" in html and f"<td>{cells[0][0]}</td>" in html

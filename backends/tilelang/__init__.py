@@ -4,7 +4,8 @@ stream_context).
 
 TileLang 0.1.15 needs apache-tvm-ffi < 0.1.13 (the cute extra pins >= 0.1.15) and an nvcc whose NVVM
 and crt are of the same CUDA release as the driver's (13.0 here: pip would take newer ones). So it may
-live in a site of its own: WAYS_TILELANG_SITE names it, and only TileLang's workers get it on their
+live in a site of its own, `tilelang-site` in the environment's prefix (`make` installs it there) or
+where WAYS_TILELANG_SITE names it, and only TileLang's workers get it on their
 PYTHONPATH and PATH (as cuTile's site). Without a GPU, each test case is still compiled for sm_90a."""
 import os
 
@@ -29,7 +30,9 @@ def compile_program(program, arch: str | None = None, pass_configs: dict | None 
 
 class TileLang(TorchArrays, TorchStream, Backend):
     family = "tile"
-    site_var = "WAYS_TILELANG_SITE"     # its compiler's own site (see above)
+    site_var = "WAYS_TILELANG_SITE"     # its compiler's own site (see above), by default the environment's
+    site_default = "tilelang-site"
+    site_requirements = "requirements/tilelang-site.txt"
     extra = "tilelang"
     aot_target = "sm_90a"
     distributions = ("tilelang", "apache-tvm-ffi", "nvidia-cuda-nvcc", "torch")

@@ -73,3 +73,10 @@ def usable_cores() -> int:
 
 def _cpu_count():
     return os.cpu_count()
+
+
+def peak_rss_bytes() -> int:
+    """The largest resident set any process of this run reached: this one's, or its largest waited-for
+    child's (workers run one at a time per job: with --jobs 1 it is the run's peak memory)."""
+    import resource
+    return 1024 * max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.report.markdown import per_impl
 from harness.report.style import family_colour, plt as _plt, save as _save
-from harness.results.records import counts, flag, impl_label
+from harness.results.records import counts, flag, impl_label, loud
 
 
 def _timed(doc: dict) -> dict[tuple[str, str], list[dict]]:
@@ -25,7 +25,7 @@ def bench_case(problem: str, case: str, rows: list[dict], out: Path) -> list[Pat
     implementation, fastest on top; a flagged row says so in its label and is drawn in red."""
     plt = _plt()
     rows = sorted(rows, key=lambda r: -r["timing"]["device_ms_cold"])
-    labels = [impl_label(r) + (f" ({flag(r).upper()})" if flag(r) else "") for r in rows]
+    labels = [impl_label(r) + (f" ({loud(flag(r))})" if flag(r) else "") for r in rows]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 0.35 * len(rows) + 1.2), sharey=True)
     left.barh(labels, [r["timing"]["device_ms_cold"] for r in rows],
               color=["#c0392b" if not counts(r) else family_colour(r["backend"]) for r in rows])
@@ -51,6 +51,42 @@ def bench_case(problem: str, case: str, rows: list[dict], out: Path) -> list[Pat
     return _save(fig, out, f"{problem}-{case}")
 
 
+OVERVIEW_COLUMNS = 3
+
+
+def overview(doc: dict, out: Path) -> list[Path]:
+    """The headline case of each problem, a panel each: every implementation's % of the ceiling (cold),
+    or on a run without a GPU its host time; a flagged row drawn in red and named so."""
+    from harness.report import verdict
+    found = verdict.headline_rows(doc)
+    if not found:
+        return []
+    plt = _plt()
+    cols = min(OVERVIEW_COLUMNS, len(found))
+    grid_rows = math.ceil(len(found) / cols)
+    tallest = max(len(rows) for *_, rows in found)
+    fig, axes = plt.subplots(grid_rows, cols, figsize=(6.2 * cols, grid_rows * (0.3 * tallest + 1.4)),
+                             squeeze=False, layout="constrained")
+    for ax, (problem, case, rows) in zip(axes.flat, found):
+        rows = rows[::-1]                               # the best on top
+        pct = any(r["timing"].get("pct_of_peak") is not None for r in rows)
+        values = [(r["timing"].get("pct_of_peak") or 0.0) if pct else verdict.ms(r) for r in rows]
+        ax.barh([impl_label(r) + (f" ({loud(flag(r))})" if flag(r) else "") for r in rows], values,
+                color=["#c0392b" if not counts(r) else family_colour(r["backend"]) for r in rows])
+        for y, v in enumerate(values):
+            ax.text(v, y, f" {v:.3g}", va="center", fontsize=8)
+        if pct:
+            ax.axvline(100, color="grey", lw=0.8, ls="--")
+            ax.axvline(verdict.VERDICT_PCT, color="grey", lw=0.6, ls=":")
+        elif max(values) > 20 * min(values):
+            ax.set_xscale("log")
+        ax.set_xlabel("% of the ceiling, cold" if pct else "host time on the CPU, ms (no GPU)")
+        ax.set_title(f"{problem} {case}", fontsize=10)
+    for ax in list(axes.flat)[len(found):]:
+        ax.set_visible(False)
+    return _save(fig, out, "overview")
+
+
 def compile_times(doc: dict, out: Path) -> list[Path]:
     """Cold and warm compile time per implementation and problem, log scale. Where a run skipped
     the compile processes (--no-compile), the longest build in the run stands in for cold, marked."""
@@ -67,7 +103,8 @@ def compile_times(doc: dict, out: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(8, 0.3 * len(rows) + 1.2))
     ys = range(len(rows))
     ax.barh([y - 0.2 for y in ys], [cold for _, cold, _ in rows], height=0.4, label="cold", color="#c44e52")
-    ax.barh([y + 0.2 for y in ys], [warm for *_, warm in rows], height=0.4, label="warm", color="#8172b2")
+    if any(warm for *_, warm in rows):          # a legend names only the bars drawn
+        ax.barh([y + 0.2 for y in ys], [warm for *_, warm in rows], height=0.4, label="warm", color="#8172b2")
     ax.set_yticks(list(ys), [name for name, *_ in rows])
     ax.invert_yaxis()
     ax.set_xscale("log")
@@ -125,6 +162,9 @@ def loc_vs_peak(doc: dict, out: Path) -> list[Path]:
     return _save(fig, out, "loc-vs-peak")
 
 
+CROSSCHECK_COLUMNS = 2
+
+
 def crosscheck(doc: dict, out: Path) -> list[Path]:
     """Largest relative difference between each pair of implementations on the same inputs."""
     plt = _plt()
@@ -135,21 +175,24 @@ def crosscheck(doc: dict, out: Path) -> list[Path]:
         pair[key] = max(pair.get(key, 0.0), x["max_rel_diff"])
     if not by_problem:
         return []
-    fig, axes = plt.subplots(1, len(by_problem), figsize=(6.5 * len(by_problem), 6), squeeze=False,
-                             layout="constrained")
-    for ax, (problem, pairs) in zip(axes[0], sorted(by_problem.items()), strict=True):
+    cols = min(CROSSCHECK_COLUMNS, len(by_problem))      # panels a page shows at a readable size
+    fig, axes = plt.subplots(math.ceil(len(by_problem) / cols), cols, squeeze=False, layout="constrained",
+                             figsize=(7.5 * cols, 7 * math.ceil(len(by_problem) / cols)))
+    for ax in list(axes.flat)[len(by_problem):]:
+        ax.set_visible(False)
+    for ax, (problem, pairs) in zip(axes.flat, sorted(by_problem.items())):
         names = sorted({n for pair in pairs for n in pair})
         grid = [[math.nan] * len(names) for _ in names]
         for (a, b), v in pairs.items():
             i, j = names.index(a), names.index(b)
             grid[i][j] = grid[j][i] = math.log10(max(v, 1e-12))
         image = ax.imshow(grid, cmap="viridis", vmin=-12, vmax=0)
-        ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=7)
-        ax.set_yticks(range(len(names)), names, fontsize=7)
+        ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=10)
+        ax.set_yticks(range(len(names)), names, fontsize=10)
         ax.set_title(problem)
     fig.suptitle("log10 of the largest relative difference between two implementations' outputs on the same "
                  "inputs (blank: not run together)")
-    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8)
+    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8)
     return _save(fig, out, "crosscheck")
 
 
@@ -195,4 +238,5 @@ def write_all(doc: dict, out: Path) -> list[Path]:
     for (problem, case), rows in sorted(_timed(doc).items()):
         if any(r["kind"] == "bench" for r in rows):
             paths += bench_case(problem, case, rows, out)
-    return paths + compile_times(doc, out) + loc_vs_peak(doc, out) + crosscheck(doc, out) + scorecard(doc, out)
+    return paths + overview(doc, out) + compile_times(doc, out) + loc_vs_peak(doc, out) + crosscheck(doc, out) \
+        + scorecard(doc, out)

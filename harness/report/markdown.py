@@ -7,7 +7,7 @@ from collections import defaultdict
 from harness.report import verdict
 from harness.report.style import fmt
 from harness.results.merge import gpu_name
-from harness.results.records import QUICK_NOTE, counts, flag, flag_note, impl_label, quick_runs
+from harness.results.records import QUICK_NOTE, counts, flag, flag_note, impl_label, loud, quick_runs
 
 # what a compile figure's named parts are
 PART_NAMES = {"tool_compile_s": "the tool's own compile (inside compiling(): e.g. cute.compile, NVRTC)",
@@ -152,7 +152,7 @@ def headline(doc: dict) -> list[str]:
 
 def _flag_cell(r: dict) -> str:
     """The integrity flag in bold, and "quick" for a row of a quick run (a selection, not a fault)."""
-    return " ".join(([f"**{flag(r).upper()}**"] if flag(r) else []) + (["quick"] if r.get("quick") else []))
+    return " ".join(([f"**{loud(flag(r))}**"] if flag(r) else []) + (["quick"] if r.get("quick") else []))
 
 
 def title(doc: dict) -> str:
@@ -161,13 +161,20 @@ def title(doc: dict) -> str:
     return "ways results: " + " + ".join(gpus)
 
 
+def lead(doc: dict) -> list[str]:
+    """What a reader sees first: what the run found, a sentence a problem, and the overview figure."""
+    found = verdict.findings(doc)
+    return ["## What this run found", "", *[f"- {line}" for line in found], "",
+            "![the headline case of each problem](figures/overview.png)", ""] if found else []
+
+
 def markdown(doc: dict) -> str:
     env = doc["environment"]
     gpus = env.get("gpus") or []
     driver = f", driver {gpus[0]['driver']} (CUDA {gpus[0]['driver_cuda']})" if gpus else ""
     versions = ", ".join(f"{k} {v}" for k, v in env.get("versions", {}).items())
     commits = env.get("git_commit") or "not recorded"
-    lines = [f"# {title(doc)}", "",
+    lines = [f"# {title(doc)}", "", *lead(doc),
              f"Run {doc['run']['id']}, started {doc['run']['started']}"
              f"{'' if doc['run'].get('complete') else ' (incomplete: interrupted)'}"
              f"{', ' + str(doc['run'].get('duration_s')) + ' s' if doc['run'].get('duration_s') else ''};"
@@ -182,7 +189,7 @@ def markdown(doc: dict) -> str:
         lines += [f"- `{m['file']}`: run {m['id']}, {m['gpu']}, started {m['started']}, commit "
                   f"{m['commit'] or 'not recorded'}{'' if m['complete'] else ' (incomplete)'}" for m in merged]
         lines.append("")
-    lines += ["## Verdict", "", verdict.markdown(doc)]
+    lines += ["## Verdict", "", verdict.markdown(doc)] if verdict.tables(doc) else []
     lines += _peaks(doc) + [""]
     lines += headline(doc)
     from harness.report import scorecard

@@ -13,7 +13,7 @@ from harness.measure import loc
 from harness.report import verdict
 from harness.report.markdown import per_impl, title
 from harness.report.style import fmt
-from harness.results.records import QUICK_NOTE, flag, flag_note, impl_label, quick_runs
+from harness.results.records import QUICK_NOTE, flag, flag_note, impl_label, loud, quick_runs
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; padding: 0 1em; color: #222; }
@@ -67,7 +67,7 @@ def _cell(c) -> str:
 def _badge(r: dict) -> Markup:
     """The row's integrity flag as a badge, its reason as the tooltip; a grey "quick" badge for a
     row of a quick run."""
-    badges = [f"<span class=flag title='{html.escape(flag_note(r), quote=True)}'>{flag(r).upper()}</span>"
+    badges = [f"<span class=flag title='{html.escape(flag_note(r), quote=True)}'>{html.escape(loud(flag(r)))}</span>"
               if flag(r) else "",
               f"<span class=quick title='{html.escape(QUICK_NOTE, quote=True)}'>quick</span>" if r.get("quick") else ""]
     return Markup(" ".join(b for b in badges if b))
@@ -78,6 +78,11 @@ def _scorecard(doc: dict) -> str:
     from harness.report import scorecard
     header, body, numeric = scorecard.table(doc)
     return _table(header, body, numeric=set(range(1, numeric + 1)))
+
+
+def _strong(text: str) -> str:
+    """A finding's Markdown bold (**problem**) as HTML, the rest escaped."""
+    return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(text))
 
 
 def _table(header: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:
@@ -168,17 +173,21 @@ def render(doc: dict, figures: list[Path], slides: list[Path] = ()) -> str:
     for r in doc["records"]:
         by_problem[r["problem"]].append(r)
     svgs = {p.stem: p for p in figures if p.suffix == ".svg"}
+    found = verdict.findings(doc)
     parts = [f"<h1>{html.escape(heading)}</h1>",
+             *(["<h2 id=found>What this run found</h2><ul>", *(f"<li>{_strong(x)}</li>" for x in found), "</ul>"]
+               if found else []),
+             *([f"<figure id=fig-overview>{_svg(svgs['overview'])}</figure>"] if "overview" in svgs else []),
              f"<p>Run {html.escape(doc['run']['id'])}, started {html.escape(doc['run'].get('started') or '')}"
              f"{'' if doc['run'].get('complete') else ' (incomplete)'}.</p>",
              *([f"<p>Rows marked quick come from a {html.escape(QUICK_NOTE)}.</p>"] if quick_runs(doc) else []),
-             "<h2 id=verdict>Verdict</h2>"]
+             *(["<h2 id=verdict>Verdict</h2>"] if verdict.tables(doc) else [])]
     for problem, shows, cells in verdict.tables(doc):        # who reaches the ceiling, at what cost
         parts += [f"<h3>{html.escape(f'{problem} {shows}')}</h3>", _table(verdict.HEADER, cells, {1, 2, 4, 5})]
     if slides:
         links = [f"<li><a href='{html.escape(p.as_posix())}'>{html.escape(p.stem)}</a></li>" for p in slides]
         parts += ["<h2 id=slides>Slides</h2><ul>", *links, "</ul>"]
-    parts += ["<h2>Environment</h2>", _environment(doc), "<h2>Overview</h2>"]
+    parts += ["<h2>Overview</h2>"]
     parts += [f"<figure id='fig-{name}'>{_svg(svgs[name])}</figure>"
               for name in ("scorecard", "loc-vs-peak", "compile-times", "crosscheck") if name in svgs]
     parts += ["<h2>Scorecard</h2>", _scorecard(doc)]
@@ -188,6 +197,7 @@ def render(doc: dict, figures: list[Path], slides: list[Path] = ()) -> str:
         parts += [f"<figure>{_svg(path)}</figure>" for name, path in sorted(svgs.items())
                   if re.match(rf"{re.escape(problem)}-", name)]
         parts += ["<h3>Source, side by side</h3>", _sources(problem, rows, formatter)]
+    parts += ["<h2 id=environment>Environment</h2>", _environment(doc)]
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
             f"<title>{html.escape(heading)}</title><style>{STYLE}{formatter.get_style_defs('.highlight')}</style>"
             f"</head><body>{''.join(parts)}<script>{SORT_SCRIPT}</script></body></html>")

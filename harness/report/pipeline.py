@@ -11,19 +11,19 @@ class NeedsExtra(ImportError):
 
 
 def write(doc: dict, out: Path, html: bool, slides: bool = False, written: list[Path] | None = None,
-          echo: bool = True, slide_tools: list[str] | None = None) -> None:
-    """report.md (printed too where `echo`), manifest.json, figures/, and with `html` index.html, into `out`."""
+          slide_tools: list[str] | None = None) -> None:
+    """report.md, manifest.json, figures/, and with `html` index.html, into `out`; then what was written."""
     from harness.report import markdown
     text = markdown.markdown(doc)
     (out / "report.md").write_text(text + "\n")
     (out / "manifest.json").write_text(json.dumps(manifest(doc), indent=1) + "\n")
-    if echo:
-        print(text)
     written = [out / "report.md", out / "manifest.json", *(written or [])]
     try:
         from harness.report import figures
         paths = figures.write_all(doc, out / "figures")
     except ImportError as exc:
+        if exc.name not in ("matplotlib", "pygments"):       # the lab's own import error: not an extra's
+            raise
         if html:
             raise NeedsExtra(f"--html needs matplotlib and pygments (pip install '.[report]'): {exc}") from None
         print(f"\nfigures not written: {exc} (pip install '.[report]')")
@@ -43,7 +43,7 @@ def write(doc: dict, out: Path, html: bool, slides: bool = False, written: list[
         (out / "index.html").write_text(text_html)
         written.append(out / "index.html")
     more = f" and {len(written) - 4} more" if len(written) > 4 else ""
-    print(f"\nwritten: {', '.join(str(p) for p in written[:4])}{more}")
+    print(f"written: {', '.join(str(p) for p in written[:4])}{more}")
     if html:
         print(f"page: {(out / 'index.html').resolve()} (self-contained: open it in a browser)")
 

@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.report.markdown import clock_pair, pct_pair, per_impl, time_pair
-from harness.results.records import flag, flag_note, impl_label
+from harness.results.records import flag, flag_note, impl_label, loud
 
 
 def _f(x, spec):
@@ -31,7 +31,7 @@ def print_summary(doc: dict) -> None:
                           time_pair(t), _f(t.get("host_ms"), ".4g"),
                           f"{_f(t.get('achieved'), '.4g')} {t.get('unit') or ''}",
                           pct_pair(t), clock_pair(t),
-                          f"[bold red]{flag(r).upper()}[/]" if flag(r) else "")
+                          f"[bold red]{escape(loud(flag(r)))}[/]" if flag(r) else "")
         console.print(table)
     table = Table(title="correctness, compile time, size")
     for col in ("problem", "implementation", "ok", "compile only", "n/a", "wrong", "failed", "skipped",
@@ -50,11 +50,11 @@ def print_summary(doc: dict) -> None:
                       _f(s["worst"], ".1e"), _f(s["compile"].get("cold_s"), ".3g"), _f(s["loc"].get("total"), "d"))
     console.print(table)
     for label, reason in skipped.items():
-        console.print(escape(f"skipped {label}: {reason}"))
+        console.print(escape(f"skipped {label}: {reason}"), soft_wrap=True)      # a reason is never cut
     for r in doc["records"]:
         if flag(r) and r["status"] not in ("unavailable", "not_applicable", "compile_only"):
-            console.print(f"[red]{flag(r)}[/] " + escape(f"{impl_label(r)} {r['problem']} {r['case']}: "
-                                                         f"{flag_note(r).partition(': ')[2]}"))
+            console.print(f"[red]{escape(flag(r))}[/] " + escape(f"{impl_label(r)} {r['problem']} {r['case']}: "
+                                                         f"{flag_note(r).partition(': ')[2]}"), soft_wrap=True)
 
 
 def print_phases(console, run: dict) -> None:
@@ -98,6 +98,25 @@ def cost_line(c: dict) -> str:
     return line
 
 
+def print_cases(names: list[str] | None = None) -> None:
+    """`ways list --cases`: each problem's built-in cases, what each is for, and which --quick takes."""
+    import problems
+    from backends.gpus import gpus
+    console = Console()
+    for name in names or problems.names():
+        p = problems.get(name)
+        quick = set(p.quick_case_names) | set(p.quick_cases(on_gpu=False))
+        table = Table(title=f"{name} ({', '.join(p.dims)})")
+        for col in ("case", "kind", "dtype", "quick"):
+            table.add_column(col)
+        for c in p.cases() + p.host_cases():
+            kind = c.kind if c.kind == "test" else "bench, " + ("a GPU's" if c in p.cases() else "without a GPU")
+            table.add_row(c.name, kind, c.dtype, "✓" if c.name in quick else "")
+        console.print(table)
+    where = "this machine has a GPU" if gpus() else "this machine has no GPU: its runs time the cases for one without"
+    console.print(f"{where}; `ways run --case NAME` takes any of them", soft_wrap=True)
+
+
 def print_inventory() -> None:
     """`ways list`: problems x backends, each variant available here or why not."""
     import backends
@@ -123,7 +142,7 @@ def print_inventory() -> None:
                           *[("✓" if ok else "✗") if v in have.get(p, ()) else "·" for p in names])
     console.print(table)
     for label, why in reasons.items():
-        console.print(escape(f"  {label}: {why}"))
+        console.print(escape(f"  {label}: {why}"), soft_wrap=True)
 
 
 def print_environment() -> None:

@@ -21,6 +21,34 @@ def headline_case(problem: str) -> str:
     return next(c.name for c in problems.get(problem).cases() if c.kind == "bench")
 
 
+def headline_cases(problem: str) -> list[str]:
+    """The problem's headline bench case on a GPU, then on a machine without one."""
+    host = problems.get(problem).host_cases()
+    return [headline_case(problem), *(host[:1] and [host[0].name])]
+
+
+def ms(r: dict) -> float | None:
+    """A timed row's figure: its cold device time, or on a run without a GPU its host time."""
+    t = r.get("timing") or {}
+    return t.get("device_ms_cold") or (t.get("host_ms") if t.get("engine") == "host-timer" else None)
+
+
+def headline_rows(doc: dict) -> list[tuple[str, str, list[dict]]]:
+    """Per problem: its headline case that this run timed, and that case's timed rows, best first."""
+    out = []
+    for problem in sorted({r["problem"] for r in doc["records"]}):
+        for case in headline_cases(problem):
+            rows = [r for r in doc["records"] if r["problem"] == problem and r["case"] == case and ms(r)]
+            on_gpu = [r for r in rows if r["timing"].get("device_ms_cold")]     # a host row beside them: no %
+            if on_gpu:
+                rows = sorted(on_gpu, key=lambda r: -(r["timing"].get("pct_of_peak") or 0.0))
+            if rows:
+                rows.sort(key=lambda r: 0 if on_gpu else ms(r))
+                out.append((problem, case, rows))
+                break
+    return out
+
+
 HEADER = ["implementation", "ms", "% of ceiling", f"≥ {VERDICT_PCT:.0f}%", "LOC", "compile cold s"]
 
 
@@ -35,24 +63,78 @@ def tables(doc: dict) -> list[tuple[str, str, list[list[str]]]]:
     (HEADER) per implementation, best first."""
     compile_s = compile_cold(doc)
     out = []
-    for problem in sorted({r["problem"] for r in doc["records"]}):
-        case = headline_case(problem)
-        rows = [r for r in doc["records"] if r["problem"] == problem and r["case"] == case
-                and (r.get("timing") or {}).get("device_ms_cold")]
-        if not rows:
-            continue
+    for problem, case, rows in headline_rows(doc):
+        on_host = all(r["timing"].get("engine") == "host-timer" for r in rows)
         basis = next((r["timing"].get("peak_basis") for r in rows if r["timing"].get("peak_basis")), "")
-        rows.sort(key=lambda r: -(r["timing"].get("pct_of_peak") or 0.0))
         cells = []
         for r in rows:
             t, label = r["timing"], impl_label(r)
             pct = t.get("pct_of_peak")
             mark = "✓" if counts(r) and pct is not None and pct >= VERDICT_PCT else ""
-            cells.append([label + (f" ({flag(r)})" if flag(r) else ""), fmt(t["device_ms_cold"], ".4g"),
+            cells.append([label + (f" ({flag(r)})" if flag(r) else ""), fmt(ms(r), ".4g"),
                           fmt(pct, ".1f"), mark, fmt((r.get("loc") or {}).get("total"), "d"),
                           fmt(compile_s.get((problem, label)), ".2g")])
-        out.append((problem, f"{case}: % of {basis.split(',')[0] or 'the ceiling'} (cold)", cells))
+        shows = "host time on the CPU (no GPU: no ceiling)" if on_host else \
+            f"% of {basis.split(',')[0] or 'the ceiling'} (cold)"
+        out.append((problem, f"{case}: {shows}", cells))
     return out
+
+
+def canonical_runs() -> list[tuple[str, str]]:
+    """The checkout's canonical runs, (folder, GPU): reports/<kind>/ with a manifest (reports/latest*: local)."""
+    import json
+
+    from harness import ROOT
+    found = []
+    for manifest in sorted((ROOT / "reports").glob("*/manifest.json")):
+        if not manifest.parent.name.startswith("latest"):
+            gpus = json.loads(manifest.read_text()).get("gpus") or [{}]
+            found.append((f"reports/{manifest.parent.name}/", gpus[0].get("name") or "?"))
+    return found
+
+
+def _listed(bad: list[dict], at_most: int = 4) -> str:
+    """'tool on case (flag), ...' for rows not ok, the first few of them."""
+    more = f" and {len(bad) - at_most} more" if len(bad) > at_most else ""
+    return ", ".join(f"{impl_label(r)} on {r['case']} ({flag(r)})" for r in bad[:at_most]) + more
+
+
+def findings(doc: dict) -> list[str]:
+    """What the run found, in sentences a page and report.md lead with: one a problem (its headline
+    case: who reaches the ceiling, or on a machine without a GPU the host's times), the rows that are
+    not ok, and where no GPU ran, what was not measured and where the GPU results are."""
+    lines = []
+    timed = {problem: (case, rows) for problem, case, rows in headline_rows(doc)}
+    for problem in sorted({r["problem"] for r in doc["records"]}):
+        bad = [r for r in doc["records"] if r["problem"] == problem and r["status"] in ("wrong", "failed")]
+        if problem not in timed:
+            if bad:
+                lines.append(f"**{problem}**: nothing timed; not ok: " + _listed(bad) + ".")
+            continue
+        case, rows = timed[problem]
+        good = [r for r in rows if counts(r)]
+        best = good[0] if good else rows[0]
+        if best["timing"].get("pct_of_peak") is None:
+            slowest = max(good or rows, key=ms)
+            line = (f"**{problem}** ({case}, host time): {len(rows)} timed on the CPU, fastest {impl_label(best)} "
+                    f"{fmt(ms(best), '.3g')} ms, slowest {impl_label(slowest)} {fmt(ms(slowest), '.3g')} ms")
+        else:
+            at = sum(counts(r) and (r["timing"].get("pct_of_peak") or 0) >= VERDICT_PCT for r in rows)
+            basis = (best["timing"].get("peak_basis") or "the ceiling").split(",")[0]
+            line = (f"**{problem}** ({case}, cold): {at} of {len(rows)} implementations reach {VERDICT_PCT:.0f}% of "
+                    f"{basis}; fastest {impl_label(best)} {fmt(ms(best), '.4g')} ms "
+                    f"({fmt(best['timing']['pct_of_peak'], '.1f')}%)")
+        lines.append(line + ("; not ok: " + _listed(bad) if bad else "") + ".")
+    if not (doc.get("environment") or {}).get("gpus"):
+        ran = sorted({impl_label(r) for r in doc["records"] if r["status"] in ("ok", "wrong", "failed")})
+        aot = sorted({impl_label(r) for r in doc["records"] if r["status"] == "compile_only"})
+        unrun = sorted({impl_label(r) for r in doc["records"]} - set(ran) - set(aot))
+        where = ", ".join(f"{folder} ({gpu})" for folder, gpu in canonical_runs()) or "a GPU machine's run"
+        lines.append(f"No GPU here: {len(ran)} implementation{'s' * (len(ran) != 1)} ran on the CPU ({', '.join(ran)})"
+                     + (f", {len(aot)} compiled their test cases ahead of time" if aot else "")
+                     + f", {len(unrun)} did not run (each row says why). The GPU verdict comes from a run on a "
+                       f"GPU: {where}.")
+    return lines
 
 
 def markdown(doc: dict) -> str:

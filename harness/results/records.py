@@ -130,13 +130,20 @@ def impl_label(r: dict) -> str:
 
 
 def flag(r: dict) -> str:
-    """The integrity flag every view shows beside a timed row: its status where it is not ok,
+    """The integrity flag every view shows beside a timed row: its status where it is not ok (and the
+    cause its tool names for a wrong one, e.g. "wrong (the library's float32 sequential sum)"),
     'suspect' where roofline found the figure unbelievable, 'low clock' where its cold samples ran
     under the clock a fair comparison assumes (the figure still counts); "" otherwise."""
     if r["status"] != "ok":
-        return r["status"]
+        return f"{r['status']} ({r['cause']})" if r.get("cause") else r["status"]
     t = r.get("timing") or {}
     return "suspect" if t.get("suspect") else "low clock" if t.get("low_clock") else ""
+
+
+def loud(flag_text: str) -> str:
+    """A flag as a badge shows it: its word in capitals, the cause after it as written."""
+    word, sep, cause = flag_text.partition(" (")
+    return word.upper() + sep + cause
 
 
 def counts(r: dict) -> bool:

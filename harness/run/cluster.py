@@ -24,7 +24,9 @@ from pathlib import Path
 
 from harness.results import records
 from harness.run.lanes import deal, set_aside, write_merged
-from harness.run.runner import Job, Options, Run, exclusive, plan
+from harness.run.outdir import exclusive
+from harness.run.plan import Job, Options, plan
+from harness.run.runner import Run
 from harness.run.supervise import ROOT as ROOT_DIR
 
 MAX_RETRIES = 2                  # a task whose worker process or node dies runs again, elsewhere if need be

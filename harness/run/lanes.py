@@ -22,7 +22,9 @@ from harness.results import merge, records
 from harness.run import resume, supervise
 from harness.measure.env import usable_cores
 from harness.schedule.gpu_lock import timing_cores_for
-from harness.run.runner import Job, Options, Run, exclusive, plan
+from harness.run.outdir import exclusive
+from harness.run.plan import Job, Options, plan
+from harness.run.runner import Run
 
 BENCH_WEIGHT = 5          # a bench case costs about this many test cases (timing, sustained mode)
 # what the CUDA driver and nvidia-smi say when a GPU is gone (not a kernel's own fault)

@@ -122,10 +122,15 @@ def plan(opts: Options) -> list[Job]:
         impls += vendor_references(impls)
     def wanted(problem: str, c: Case) -> bool:
         return (opts.dtype in (None, c.dtype) and (not opts.case_names or c.name in opts.case_names)
-                and (not opts.quick or c.name in problems.get(problem).quick_case_names))
+                and (not opts.quick or c.name in registry.quick_cases(problem)))
 
-    jobs = [Job(i, [c for c in registry.cases_for(i.problem, opts.kinds, opts.custom) if wanted(i.problem, c)])
-            for i in impls]
+    def cases(problem: str) -> list[Case]:
+        if opts.case_names and not opts.custom:      # a case named runs whatever device it was sized for
+            p = problems.get(problem)
+            return [c for c in p.cases() + p.host_cases() if c.kind in opts.kinds]
+        return registry.cases_for(problem, opts.kinds, opts.custom)
+
+    jobs = [Job(i, [c for c in cases(i.problem) if wanted(i.problem, c)]) for i in impls]
     # Problem-major order, rotating which backend goes first: no backend owns one thermal state.
     by_problem: dict[str, list[Job]] = {}
     for j in jobs:

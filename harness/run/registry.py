@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import backends
 import problems
+from backends import gpus
 from problems.base import Case
 
 
@@ -58,7 +59,13 @@ def select(problem_names=None, backend_specs=None) -> list[Impl]:
 
 
 def cases_for(problem: str, kinds: tuple[str, ...], custom: dict[str, tuple[Case, ...]] | None = None) -> list[Case]:
-    """The built-in cases of these kinds, or a run's own (`ways run --shape`, `ways sweep`) in their place."""
+    """The built-in cases of these kinds (bench cases sized for the machine's device: a GPU's, or the
+    host's where there is none), or a run's own (`ways run --shape`, `ways sweep`) in their place."""
     if custom:
         return list(custom.get(problem, ()))
-    return [c for c in problems.get(problem).cases() if c.kind in kinds]
+    return [c for c in problems.get(problem).run_cases(bool(gpus.gpus())) if c.kind in kinds]
+
+
+def quick_cases(problem: str) -> tuple[str, ...]:
+    """`ways run --quick`'s cases of a problem on this machine's device."""
+    return problems.get(problem).quick_cases(bool(gpus.gpus()))

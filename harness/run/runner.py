@@ -19,9 +19,9 @@ from harness.measure import env, gpu, loc, roofline, timing
 from harness.measure.phases import Phases, run_profile
 from harness.results import crosscheck, records
 from harness.run import compile_times, resume, supervise
-from harness.run.outdir import OutputBusy, exclusive, set_aside_previous  # noqa: F401 (re-exported)
-from harness.run.plan import (Job, Options, by_implementation, compile_limit, first_build_s, plan,  # noqa: F401
-                               process_limit, shards, slow_builder, time_limit)
+from harness.run.outdir import exclusive, set_aside_previous
+from harness.run.plan import (Job, Options, by_implementation, compile_limit, first_build_s, plan, process_limit,
+                               shards, slow_builder, time_limit)
 from harness.run.progress import NullProgress
 from harness.schedule import cpu_load, gpu_lock, lock_holds
 from harness.schedule.slots import Slots
@@ -98,7 +98,7 @@ class Run:
                 writer.write({"type": "end" if ended else "stopped", "run": {
                     "finished": _iso(finished), "duration_s": round(finished - started, 3),
                     "phases": run_profile(self.phases, self.worker_phases, finished - started, self.opts.jobs > 1),
-                    "jobs": self.opts.jobs,
+                    "jobs": self.opts.jobs, "peak_rss_bytes": env.peak_rss_bytes(),
                     "worker_phases": self.worker_phases.as_dict()}})
                 writer.close()
                 if not ended:
@@ -157,8 +157,7 @@ class Run:
 
     # -- pieces ---------------------------------------------------------------------------
     def _availability(self, jobs):
-        """Jobs that run; (job, reason) for those that only compile ahead of time here (no GPU, but
-        the tool can export); (job, status, reason) for those left out."""
+        """Jobs that run; (job, reason) of those that only compile ahead of time here; (job, status, reason) left out."""
         ok, exported, skipped = [], [], []
         for job in jobs:
             impl, backend = job.impl, backends.get(job.impl.backend, job.impl.variant)
@@ -168,10 +167,12 @@ class Run:
                                                 f"{first_build_s(impl):.0f} s (a run without --quick has it)"))
             elif good:
                 ok.append(job)
-            elif backend.exports():
+            elif backend.exports() and any(c.kind == "test" for c in job.cases) and not self.opts.quick:
                 exported.append((job, reason))
-            else:
-                skipped.append((job, "unavailable", reason))
+            else:       # --quick leaves out the compile-only exports: minutes of a small machine's demo
+                skipped.append((job, "unavailable", reason + (f"; a run without --quick compiles its test cases ahead "
+                                                              f"of time for {backend.aot_target}" * (
+                                                                  backend.exports() and self.opts.quick))))
         return ok, exported, skipped
 
     def _on_gpu(self, job: Job) -> bool:

@@ -206,6 +206,9 @@ def checked(s: Session, problem, case: Case, rec: dict, got: dict, ref: dict, wh
         rec.update(status="wrong", error=f"{when}: {bad}",
                    max_abs_err=records.finite(bad.result.max_abs_err),
                    max_rel_err=records.finite(bad.result.max_rel_err))
+        cause = s.backend.known_cause(problem.name, case)
+        if cause:
+            rec["cause"] = cause
         return None
     rec.update(status="ok", max_abs_err=max(rec["max_abs_err"] or 0.0, res.max_abs_err),
                max_rel_err=max(rec["max_rel_err"] or 0.0, res.max_rel_err))

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import problems
 from harness.run import registry
-from harness.run.runner import Options, Run
+from harness.run.plan import Options
+from harness.run.runner import Run
 
 CASES = [("segreduce", "8192x32768-float32"), ("elementwise", "268435456-float32"),
          ("gemm", "8192x8192x8192-bfloat16")]
