@@ -19,6 +19,7 @@ class Elementwise(Problem):
     compile_case_name = "1001-float32"
     quick_case_names = ("1001-float32", "268435456-float32")
     roofline = "memory"
+    ceiling = "triad"         # reads two vectors, writes one: a stream of that pattern, not a copy
     linear_inputs = ("x", "y")
 
     def cases(self):

@@ -9,7 +9,7 @@
 #                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs, context-probe,
 #                                        lanes-full, lanes-check, part, demo, profile, faults, check-fixes, verify, sweep,
 #                                        attention, attention-sweep, warp-attention-sweep, scan, scan-sweep,
-#                                        memory-sweeps, short-rows-sweep, examples, scan-ncu, jax-gemv, memory-part
+#                                        memory-sweeps, short-rows-sweep, examples, scan-ncu, jax-gemv, memory-part, like-for-like
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -269,6 +269,12 @@ for step in "$@"; do
     examples)         # the tools' own attention examples and cuda.compute's scan benchmark (.upstream/ carried)
       upstream_attention "$OUT/$step"
       bash tools/upstream_examples.sh "$OUT/$step" cccl-scan ;;
+    like-for-like)    # each problem's headline case, the cold samples timed by ENGINE (gated: behind the GPU-side
+                      # gate, the default; nvbench or events: without one) into the step's ENGINE folder;
+                      # BACKENDS: -b options (default: every one that runs); CASES: --case options; JOBS workers at once
+      WAYS_COLD_ENGINE=${ENGINE:-gated} run_part "${ENGINE:-gated}" ${BACKENDS:-} --cases bench --no-compile --jobs "${JOBS:-4}" \
+        ${CASES:---case 4x32x4096x128-full-bfloat16 --case 8192x8192x8192-bfloat16 --case 268435456-float32 \
+        --case 8192x32768-float32} ;;
     sweep)            # random shapes per problem on every backend, checked (COUNT a problem, SEED)
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
         ${CPUS:+taskset -c $CPUS} timeout --signal=INT --kill-after=90 "${STEP_TIMEOUT:-540}" \

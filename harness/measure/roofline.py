@@ -15,7 +15,10 @@ SUFFIX = {"cold": "", "sustained": "_sustained"}
 # in the same run by more than this, its timing or its output deserves a second look (the best real
 # rows reach 102-104% of the copy).
 COPY_MARGIN_PCT = 105.0
-CEILING_BASIS = {"copy": "device-to-device copy", "read": "read stream"}
+CEILING_BASIS = {"copy": "device-to-device copy", "read": "read stream", "triad": "two-read one-write stream"}
+# A row whose cold samples ran at an SM clock further than this from its reference's (the ceiling's
+# samples, or the vendor row's) was timed in another GPU state: its figure stands and says so.
+CLOCK_TOLERANCE = 0.03
 
 
 def memory_ceilings(refs: dict) -> dict[str, dict[str, float | None]]:
@@ -25,8 +28,9 @@ def memory_ceilings(refs: dict) -> dict[str, dict[str, float | None]]:
     for name in CEILING_BASIS:
         out[name] = {m: (refs.get(f"{name}_bytes_per_s{SUFFIX[m]}") or 0) / 1e9 or None for m in MODES}
     for m in MODES:
-        if out["copy"][m] and out["read"][m]:
-            out["read"][m] = max(out["read"][m], out["copy"][m])
+        for pattern in ("read", "triad"):      # a stream that writes less is at least as fast as the copy
+            if out["copy"][m] and out[pattern][m]:
+                out[pattern][m] = max(out[pattern][m], out["copy"][m])
     return out
 
 
@@ -67,6 +71,8 @@ def apply(doc: dict, borrowed: dict[str, dict[tuple, tuple[float, str]]] | None 
     ceilings = memory_ceilings(refs)
     max_mhz = ((refs.get("device") or {}).get("sm_clock_khz") or 0) / 1e3
     timed_rates = rates(doc)
+    vendor_rows = {(r["problem"], r["case"], impl_label(r)): r["timing"] for r in doc["records"]
+                   if r["status"] == "ok" and r.get("timing")}
     for r in doc["records"]:
         t = r.get("timing")
         if r["status"] == "ok" and t and t.get("engine") != "host-timer" and not t.get("device_ms_cold"):
@@ -100,6 +106,10 @@ def apply(doc: dict, borrowed: dict[str, dict[tuple, tuple[float, str]]] | None 
                     t["pct_of_peak" + SUFFIX[m]] = 100 * value / vendor[1]
                     t["peak_basis" + SUFFIX[m]] = f"{vendor[0]} on the same case, same run, {m}" + (
                         f" (measured on {vendor[2]}: none on this GPU)" if vendor[2] else "")
+                    if m == "cold":
+                        ref = vendor_rows.get((r["problem"], r["case"], vendor[0])) or {}
+                        t["reference"] = {"label": vendor[0], "ms": ref.get("device_ms_cold"),
+                                          "sm_clock_mhz": (ref.get("cold") or {}).get("sm_clock_mhz")}
                 peak = (theo.get("flops_per_s") or {}).get(r["dtype"])
                 if peak:
                     t["pct_of_theoretical" + SUFFIX[m]] = 100 * value * 1e12 / peak
@@ -109,10 +119,15 @@ def apply(doc: dict, borrowed: dict[str, dict[tuple, tuple[float, str]]] | None 
                     t["pct_of_peak" + SUFFIX[m]] = 100 * value / ceilings[name][m]
                     t["peak_basis" + SUFFIX[m]] = f"{CEILING_BASIS[name]}, same run, {m}" + (
                         "" if name == problem.ceiling else f" (no {CEILING_BASIS[problem.ceiling]} in this run)")
+                    if m == "cold":
+                        ref = refs.get(f"{name}_timing") or {}
+                        t["reference"] = {"label": refs.get(f"{name}_by") or name, "ms": ref.get("device_ms_cold"),
+                                          "sm_clock_mhz": (ref.get("cold") or {}).get("sm_clock_mhz")}
                 if theo.get("memory_bytes_per_s"):
                     t["pct_of_theoretical" + SUFFIX[m]] = 100 * value * 1e9 / theo["memory_bytes_per_s"]
         t["suspect"] = suspect(problem.roofline, t)
-        t["low_clock"] = low_clock(t, max_mhz)
+        t["clock_off"], t["pct_of_peak_per_cycle"] = against_reference_clock(t)
+        t["low_clock"] = None if t.get("reference") else low_clock(t, max_mhz)
 
 
 def suspect(roofline: str, t: dict) -> str | None:
@@ -128,6 +143,21 @@ def suspect(roofline: str, t: dict) -> str | None:
         return (f"{t['pct_of_peak']:.0f}% of the {basis} measured in the same run: a kernel that moves these "
                 "bytes cannot beat it by that much")
     return None
+
+
+def against_reference_clock(t: dict) -> tuple[str | None, float | None]:
+    """The cold samples' mean SM clock against the reference's (the row's `reference`): why the row
+    ran in another GPU state (further than CLOCK_TOLERANCE, whichever way), and its % of peak per
+    cycle (time x clock against the reference's), a check beside the headline %."""
+    ref, mhz = t.get("reference") or {}, (t.get("cold") or {}).get("sm_clock_mhz")
+    if not (mhz and ref.get("sm_clock_mhz") and t.get("pct_of_peak")):
+        return None, None
+    off = mhz / ref["sm_clock_mhz"] - 1
+    per_cycle = t["pct_of_peak"] * ref["sm_clock_mhz"] / mhz
+    if abs(off) <= CLOCK_TOLERANCE:
+        return None, per_cycle
+    return (f"cold samples at {mhz:.0f} MHz, {off:+.1%} from its reference's {ref['sm_clock_mhz']:.0f} MHz "
+            f"({ref['label']}): {per_cycle:.1f}% of it per cycle"), per_cycle
 
 
 def low_clock(t: dict, max_mhz: float) -> str | None:

@@ -137,7 +137,8 @@ def flag(r: dict) -> str:
     if r["status"] != "ok":
         return f"{r['status']} ({r['cause']})" if r.get("cause") else r["status"]
     t = r.get("timing") or {}
-    return "suspect" if t.get("suspect") else "low clock" if t.get("low_clock") else ""
+    return "suspect" if t.get("suspect") else "clock off" if t.get("clock_off") else \
+        "low clock" if t.get("low_clock") else "host exposed" if (t.get("cold") or {}).get("host_exposed") else ""
 
 
 def loud(flag_text: str) -> str:
@@ -163,7 +164,10 @@ def quick_runs(doc: dict) -> bool:
 def flag_note(r: dict) -> str:
     """The flag and why, for notes and tooltips."""
     t = r.get("timing") or {}
-    why = (t.get("suspect") or t.get("low_clock")) if r["status"] == "ok" else error_line(r["error"] or r.get("reason"))
+    exposed = (t.get("cold") or {}).get("host_exposed") and "most cold samples started after the gate: the tool " \
+        "waits for the GPU inside its call, so its figure holds its host's gaps"
+    why = (t.get("suspect") or t.get("clock_off") or t.get("low_clock") or exposed) if r["status"] == "ok" \
+        else error_line(r["error"] or r.get("reason"))
     return f"{flag(r)}: {why}" if flag(r) else ""
 
 

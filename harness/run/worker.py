@@ -20,7 +20,7 @@ from pathlib import Path
 import backends
 import problems
 from backends.base import Unavailable
-from harness.measure import nvbench_engine
+from harness.measure import gate, nvbench_engine
 from harness.measure import timing as timing_mod
 from harness.schedule.gpu_lock import LOCK, WAIT_PHASE
 from harness.measure.phases import PHASES
@@ -127,12 +127,13 @@ class Worker:
                     return
             return
         why_not_nvbench = nvbench_engine.available()
-        if why_not_nvbench is None:
+        if gate.cold_engine() == "nvbench" and why_not_nvbench is None:
             return self.run_nvbench(bench)
-        engine = timing_mod.EventEngine(self.s.device)
+        gated = gate.cold_engine() == "gated"
+        engine = gate.GatedEngine(self.s.device) if gated else timing_mod.EventEngine(self.s.device)
         for i, problem, case in bench:
             rec = self.bench_item(i, problem, case, engine.measure)
-            if rec.get("timing"):
+            if rec.get("timing") and not gated:
                 rec["timing"]["engine_note"] = why_not_nvbench
             self.send({"event": "done", "item": i, "record": rec})
             if self.broken:

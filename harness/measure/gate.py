@@ -1,0 +1,133 @@
+"""Cold samples behind a GPU-side wait of fixed length: no row's figure depends on how long its tool
+takes on the host, since every sample starts after the same idle, whatever the tool's dispatch.
+
+Works as follows, per sample:
+1. The L2 is flushed (a memset of twice its size) on the worker's stream.
+2. A gate kernel (one thread sleeping on the GPU's own clock, `%globaltimer`) holds the stream for
+   GATE_S: the GPU idles as it does between an application's calls, for as long before every sample.
+3. The start event, the tool's call and the stop event are queued behind the gate, so the tool's
+   dispatch runs on the host while the gate holds, and the call starts the moment the gate ends.
+4. If the start event has fired by the time the call returns on the host, the gate ended before the
+   call was queued: that sample was exposed to the host (its time may hold an idle GPU). It is
+   dropped and counted (`exposed`). A tool that waits for the GPU inside its call (so nothing of it
+   can queue behind a gate) has most samples exposed: its row keeps them all and says so
+   (`host_exposed`), its figure then holding its host's gaps as before.
+5. NVML's SM clock and board power are read after each sample; their means go with the samples, and
+   `cycles` (median time x mean clock) is the per-cycle figure beside the time.
+
+Constraints: the gate hides a dispatch of up to GATE_S (the slowest measured, JAX's Mosaic GPU
+attention, left the GPU idle 0.92 ms a sample); the host's own wake-up after each sample (the harness's
+code, the same for every tool) comes on top of it.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import time
+
+import numpy as np
+
+from harness.measure.timing import THROTTLE_FRACTION, Criterion, SmClock, _done, summarize
+
+GATE_S = 2e-3
+GATE_SLEEP_NS = 10_000       # the gate thread's nap between clock reads
+GATE_SOURCE = r"""
+extern "C" __global__ void gate(unsigned long long ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    __nanosleep(NAP_NS);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+"""
+ENGINE_VAR = "WAYS_COLD_ENGINE"   # "gated" (the default), or "nvbench" / "events": the cold loops without a gate
+
+
+def cold_engine() -> str:
+    """Which engine times the cold samples: the gated events (like for like), nvbench's cold loop or
+    plain events (each sample launched as soon as the host gets to it: a slow host rests the GPU)."""
+    return os.environ.get(ENGINE_VAR, "gated")
+
+
+MOSTLY_EXPOSED = 0.5          # a row whose exposed samples exceed this share is host-exposed
+
+
+class Power:
+    """Board power of one GPU (watts) from NVML, where nvidia-ml-py is installed; None otherwise."""
+
+    def __init__(self, clock: SmClock):
+        self._clock = clock
+
+    def read(self) -> float | None:
+        nvml = self._clock._nvml
+        return None if nvml is None else nvml.nvmlDeviceGetPowerUsage(self._clock._handle) / 1e3
+
+
+class GatedEngine:
+    """CUDA events through cuda.core on the worker's stream, each cold sample behind the gate."""
+
+    def __init__(self, device, crit: Criterion | None = None, gate_s: float = GATE_S):
+        from cuda.core import EventOptions, LaunchConfig, Program, ProgramOptions
+        self.dev, self.stream = device.device, device.stream
+        self.crit = crit or Criterion()
+        timing = EventOptions(timing_enabled=True)
+        self.start, self.stop = self.dev.create_event(timing), self.dev.create_event(timing)
+        self.flush = self.dev.allocate(2 * self.dev.properties.l2_cache_size, stream=self.stream)
+        major, minor = self.dev.compute_capability
+        options = ProgramOptions(arch=f"sm_{major}{minor}", define_macro=f"NAP_NS={GATE_SLEEP_NS}")
+        self.gate = Program(GATE_SOURCE, "c++", options).compile("cubin").get_kernel("gate")
+        self.one_thread, self.gate_ns = LaunchConfig(grid=1, block=1), np.uint64(round(gate_s * 1e9))
+        self.gate_s = gate_s
+        self.clock = SmClock(device.device.pci_bus_id)
+        self.power = Power(self.clock)
+
+    def _sample(self, run) -> tuple[float, bool]:
+        """One sample: (ms, whether it was exposed to the host)."""
+        from cuda.core import launch
+        self.flush.fill(0, stream=self.stream)
+        launch(self.stream, self.one_thread, self.gate, self.gate_ns)
+        self.stream.record(self.start)
+        run()
+        exposed = self.start.is_done
+        self.stream.record(self.stop)
+        self.stop.sync()
+        return self.stop - self.start, exposed
+
+    def cold(self, run) -> dict:
+        run()                                        # lazy loading, first-call JIT
+        samples, clocks, watts, exposed_samples = [], [], [], []
+        throttled = 0
+        started, stop = time.perf_counter(), None
+        while stop is None:
+            ms, was_exposed = self._sample(run)
+            mhz, w = self.clock.read(), self.power.read()
+            if was_exposed:
+                exposed_samples.append(ms / 1e3)
+            elif mhz is not None and mhz < THROTTLE_FRACTION * self.clock.max_mhz:
+                throttled += 1
+                time.sleep(0.05)
+            else:
+                samples.append(ms / 1e3)
+                clocks += [mhz] if mhz is not None else []
+                watts += [w] if w is not None else []
+            stop = _done(samples, self.crit, started) if samples else (
+                "timeout" if time.perf_counter() - started > self.crit.timeout_s else None)
+        exposed = len(exposed_samples)
+        host_exposed = exposed > MOSTLY_EXPOSED * (exposed + len(samples) + throttled)
+        if host_exposed:
+            samples += exposed_samples
+        s = summarize(samples)
+        mhz = statistics.fmean(clocks) if clocks and samples else None
+        s.update(stopped_by=stop, throttled_dropped=throttled, exposed=exposed, host_exposed=host_exposed,
+                 gate_ms=self.gate_s * 1e3,
+                 walltime_s=time.perf_counter() - started, sm_clock_mhz=mhz,
+                 power_w=statistics.fmean(watts) if watts and samples else None,
+                 cycles=s["median_ms"] * 1e3 * mhz if mhz else None)
+        return s
+
+    def measure(self, run) -> dict:
+        cold = self.cold(run)
+        return {"engine": "gated-events", "cold": cold, "warm": None,
+                "device_ms_cold": cold.get("median_ms"), "device_ms_warm": None,
+                "stopped_by": cold.get("stopped_by")}
