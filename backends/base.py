@@ -55,7 +55,7 @@ class Backend:
     min_driver_cuda = (12, 0)
     site_var: str | None = None     # an environment variable naming a site of the tool's own (search_paths)
     # where that site is when the variable is unset: a folder of the environment's prefix (sys.prefix),
-    # and the requirements file that `site_install()` fills it from
+    # and the requirements file that install_hint() names to fill it from
     site_default: str = ""
     site_requirements: str = ""
     cache_vars: dict[str, str] = {}  # noqa: RUF012  extra JIT cache env vars -> sub-folder of the cache dir

@@ -102,7 +102,7 @@ def cmd_run(args) -> int:
     custom = custom_cases(args)
     names = tuple(args.case or ())
     if names:
-        known = {c.name for p in map(problems.get, args.problem or problems.names()) for c in p.cases() + p.host_cases()}
+        known = {c.name for p in args.problem or problems.names() for c in problems.get(p).all_cases()}
         unknown = [n for n in names if n not in known]
         if unknown:
             raise UsageError(f"no built-in case named {', '.join(unknown)} (`ways list --cases` shows every "

@@ -198,8 +198,12 @@ class Problem:
         return {d: log_uniform(rng, 1, SWEEP_MAX_DIM) for d in self.dims}
 
     # -- shared ---------------------------------------------------------------------------
+    def all_cases(self) -> list[Case]:
+        """Every built-in case: the test cases, a GPU's bench cases and the host's."""
+        return self.cases() + self.host_cases()
+
     def case(self, name: str) -> Case:
-        for c in self.cases() + self.host_cases():
+        for c in self.all_cases():
             if c.name == name:
                 return c
         raise KeyError(f"{self.name} has no case {name!r}")

@@ -73,7 +73,7 @@ def test_list_cases_shows_the_names_case_takes():
     r = ways("list", "--cases", "-p", "gemm")
     assert r.returncode == 0, r.stderr
     gemm = problems.get("gemm")
-    assert all(c.name in r.stdout for c in gemm.cases() + gemm.host_cases()) and "scan" not in r.stdout
+    assert all(c.name in r.stdout for c in gemm.all_cases()) and "scan" not in r.stdout
     assert "bench, without a GPU" in r.stdout and "bench, a GPU's" in r.stdout
     one = ways("run", "-p", "gemm", "-b", "array_api[numpy]", "--case", gemm.host_cases()[0].name, "--cases", "bench",
                "--no-compile", "--out", "/dev/null/x")        # a host case is a built-in one: only the --out fails

@@ -19,12 +19,14 @@ class FakeClock:
     def read(self):
         return self.mhz
 
+    def power_w(self):
+        return 500.0
+
 
 def engine(samples):
     """A GatedEngine whose samples are `samples`, (ms, exposed) pairs, then the last one again."""
     e = gate.GatedEngine.__new__(gate.GatedEngine)
     e.crit, e.gate_s, e.clock = Criterion(min_samples=5, min_time_s=0.0, timeout_s=0.5), gate.GATE_S, FakeClock()
-    e.power = type("P", (), {"read": lambda self: 500.0})()
     queue = list(samples)
     e._sample = lambda run: queue.pop(0) if len(queue) > 1 else queue[0]
     return e

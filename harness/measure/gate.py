@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from harness.measure.timing import THROTTLE_FRACTION, Criterion, SmClock, _done, summarize
+from harness.measure.timing import THROTTLE_FRACTION, Criterion, EventEngine, _done, summarize
 
 GATE_S = 2e-3
 GATE_SLEEP_NS = 10_000       # the gate thread's nap between clock reads
@@ -53,34 +53,18 @@ def cold_engine() -> str:
 MOSTLY_EXPOSED = 0.5          # a row whose exposed samples exceed this share is host-exposed
 
 
-class Power:
-    """Board power of one GPU (watts) from NVML, where nvidia-ml-py is installed; None otherwise."""
-
-    def __init__(self, clock: SmClock):
-        self._clock = clock
-
-    def read(self) -> float | None:
-        nvml = self._clock._nvml
-        return None if nvml is None else nvml.nvmlDeviceGetPowerUsage(self._clock._handle) / 1e3
-
-
-class GatedEngine:
-    """CUDA events through cuda.core on the worker's stream, each cold sample behind the gate."""
+class GatedEngine(EventEngine):
+    """EventEngine's events, flush and clock on the worker's stream, each cold sample behind the gate."""
+    ENGINE = "gated-events"
 
     def __init__(self, device, crit: Criterion | None = None, gate_s: float = GATE_S):
-        from cuda.core import EventOptions, LaunchConfig, Program, ProgramOptions
-        self.dev, self.stream = device.device, device.stream
-        self.crit = crit or Criterion()
-        timing = EventOptions(timing_enabled=True)
-        self.start, self.stop = self.dev.create_event(timing), self.dev.create_event(timing)
-        self.flush = self.dev.allocate(2 * self.dev.properties.l2_cache_size, stream=self.stream)
+        from cuda.core import LaunchConfig, Program, ProgramOptions
+        super().__init__(device, crit)
         major, minor = self.dev.compute_capability
         options = ProgramOptions(arch=f"sm_{major}{minor}", define_macro=f"NAP_NS={GATE_SLEEP_NS}")
         self.gate = Program(GATE_SOURCE, "c++", options).compile("cubin").get_kernel("gate")
         self.one_thread, self.gate_ns = LaunchConfig(grid=1, block=1), np.uint64(round(gate_s * 1e9))
         self.gate_s = gate_s
-        self.clock = SmClock(device.device.pci_bus_id)
-        self.power = Power(self.clock)
 
     def _sample(self, run) -> tuple[float, bool]:
         """One sample: (ms, whether it was exposed to the host)."""
@@ -101,7 +85,7 @@ class GatedEngine:
         started, stop = time.perf_counter(), None
         while stop is None:
             ms, was_exposed = self._sample(run)
-            mhz, w = self.clock.read(), self.power.read()
+            mhz, w = self.clock.read(), self.clock.power_w()
             if was_exposed:
                 exposed_samples.append(ms / 1e3)
             elif mhz is not None and mhz < THROTTLE_FRACTION * self.clock.max_mhz:
@@ -125,9 +109,3 @@ class GatedEngine:
                  power_w=statistics.fmean(watts) if watts and samples else None,
                  cycles=s["median_ms"] * 1e3 * mhz if mhz else None)
         return s
-
-    def measure(self, run) -> dict:
-        cold = self.cold(run)
-        return {"engine": "gated-events", "cold": cold, "warm": None,
-                "device_ms_cold": cold.get("median_ms"), "device_ms_warm": None,
-                "stopped_by": cold.get("stopped_by")}

@@ -135,6 +135,7 @@ def host_engine(run, crit: Criterion | None = None) -> dict:
 
 class EventEngine:
     """CUDA events through cuda.core on the worker's stream."""
+    ENGINE = "cuda-events"      # what a record's `engine` says measured it
 
     def __init__(self, device, crit: Criterion | None = None):
         from cuda.core import EventOptions
@@ -177,7 +178,7 @@ class EventEngine:
 
     def measure(self, run) -> dict:
         cold = self.cold(run)
-        return {"engine": "cuda-events", "cold": cold, "warm": None,
+        return {"engine": self.ENGINE, "cold": cold, "warm": None,
                 "device_ms_cold": cold.get("median_ms"), "device_ms_warm": None,
                 "stopped_by": cold.get("stopped_by")}
 
@@ -267,6 +268,10 @@ class SmClock:
         if self._nvml is None:
             return None
         return float(self._nvml.nvmlDeviceGetClockInfo(self._handle, self._nvml.NVML_CLOCK_SM))
+
+    def power_w(self) -> float | None:
+        """The same GPU's board power now, watts."""
+        return None if self._nvml is None else self._nvml.nvmlDeviceGetPowerUsage(self._handle) / 1e3
 
 
 def cost(records: list[dict]) -> dict | None:

@@ -191,7 +191,8 @@ def markdown(doc: dict) -> str:
         lines += [f"- `{m['file']}`: run {m['id']}, {m['gpu']}, started {m['started']}, commit "
                   f"{m['commit'] or 'not recorded'}{'' if m['complete'] else ' (incomplete)'}" for m in merged]
         lines.append("")
-    lines += ["## Verdict", "", verdict.markdown(doc)] if verdict.tables(doc) else []
+    table = verdict.markdown(doc)
+    lines += ["## Verdict", "", table] if table.strip() else []
     lines += _peaks(doc) + [""]
     lines += headline(doc)
     from harness.report import scorecard

@@ -173,7 +173,7 @@ def render(doc: dict, figures: list[Path], slides: list[Path] = ()) -> str:
     for r in doc["records"]:
         by_problem[r["problem"]].append(r)
     svgs = {p.stem: p for p in figures if p.suffix == ".svg"}
-    found = verdict.findings(doc)
+    found, tables = verdict.findings(doc), verdict.tables(doc)
     parts = [f"<h1>{html.escape(heading)}</h1>",
              *(["<h2 id=found>What this run found</h2><ul>", *(f"<li>{_strong(x)}</li>" for x in found), "</ul>"]
                if found else []),
@@ -181,8 +181,8 @@ def render(doc: dict, figures: list[Path], slides: list[Path] = ()) -> str:
              f"<p>Run {html.escape(doc['run']['id'])}, started {html.escape(doc['run'].get('started') or '')}"
              f"{'' if doc['run'].get('complete') else ' (incomplete)'}.</p>",
              *([f"<p>Rows marked quick come from a {html.escape(QUICK_NOTE)}.</p>"] if quick_runs(doc) else []),
-             *(["<h2 id=verdict>Verdict</h2>"] if verdict.tables(doc) else [])]
-    for problem, shows, cells in verdict.tables(doc):        # who reaches the ceiling, at what cost
+             *(["<h2 id=verdict>Verdict</h2>"] if tables else [])]
+    for problem, shows, cells in tables:        # who reaches the ceiling, at what cost
         parts += [f"<h3>{html.escape(f'{problem} {shows}')}</h3>", _table(verdict.HEADER, cells, {1, 2, 4, 5})]
     if slides:
         links = [f"<li><a href='{html.escape(p.as_posix())}'>{html.escape(p.stem)}</a></li>" for p in slides]

@@ -109,8 +109,9 @@ def print_cases(names: list[str] | None = None) -> None:
         table = Table(title=f"{name} ({', '.join(p.dims)})")
         for col in ("case", "kind", "dtype", "quick"):
             table.add_column(col)
-        for c in p.cases() + p.host_cases():
-            kind = c.kind if c.kind == "test" else "bench, " + ("a GPU's" if c in p.cases() else "without a GPU")
+        on_gpu = p.cases()
+        for c in p.all_cases():
+            kind = c.kind if c.kind == "test" else "bench, " + ("a GPU's" if c in on_gpu else "without a GPU")
             table.add_row(c.name, kind, c.dtype, "✓" if c.name in quick else "")
         console.print(table)
     where = "this machine has a GPU" if gpus() else "this machine has no GPU: its runs time the cases for one without"

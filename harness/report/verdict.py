@@ -40,10 +40,9 @@ def headline_rows(doc: dict) -> list[tuple[str, str, list[dict]]]:
         for case in headline_cases(problem):
             rows = [r for r in doc["records"] if r["problem"] == problem and r["case"] == case and ms(r)]
             on_gpu = [r for r in rows if r["timing"].get("device_ms_cold")]     # a host row beside them: no %
-            if on_gpu:
-                rows = sorted(on_gpu, key=lambda r: -(r["timing"].get("pct_of_peak") or 0.0))
+            rows = sorted(on_gpu, key=lambda r: -(r["timing"].get("pct_of_peak") or 0.0)) if on_gpu else \
+                sorted(rows, key=ms)
             if rows:
-                rows.sort(key=lambda r: 0 if on_gpu else ms(r))
                 out.append((problem, case, rows))
                 break
     return out

@@ -126,8 +126,7 @@ def plan(opts: Options) -> list[Job]:
 
     def cases(problem: str) -> list[Case]:
         if opts.case_names and not opts.custom:      # a case named runs whatever device it was sized for
-            p = problems.get(problem)
-            return [c for c in p.cases() + p.host_cases() if c.kind in opts.kinds]
+            return [c for c in problems.get(problem).all_cases() if c.kind in opts.kinds]
         return registry.cases_for(problem, opts.kinds, opts.custom)
 
     jobs = [Job(i, [c for c in cases(i.problem) if wanted(i.problem, c)]) for i in impls]

@@ -169,10 +169,10 @@ class Run:
                 ok.append(job)
             elif backend.exports() and any(c.kind == "test" for c in job.cases) and not self.opts.quick:
                 exported.append((job, reason))
-            else:       # --quick leaves out the compile-only exports: minutes of a small machine's demo
+            else:
+                left_out = backend.exports() and self.opts.quick    # the exports: minutes of a small machine's demo
                 skipped.append((job, "unavailable", reason + (f"; a run without --quick compiles its test cases ahead "
-                                                              f"of time for {backend.aot_target}" * (
-                                                                  backend.exports() and self.opts.quick))))
+                                                              f"of time for {backend.aot_target}" if left_out else "")))
         return ok, exported, skipped
 
     def _on_gpu(self, job: Job) -> bool:

@@ -127,9 +127,10 @@ class Worker:
                     return
             return
         why_not_nvbench = nvbench_engine.available()
-        if gate.cold_engine() == "nvbench" and why_not_nvbench is None:
+        engine_name = gate.cold_engine()
+        if engine_name == "nvbench" and why_not_nvbench is None:
             return self.run_nvbench(bench)
-        gated = gate.cold_engine() == "gated"
+        gated = engine_name == "gated"
         engine = gate.GatedEngine(self.s.device) if gated else timing_mod.EventEngine(self.s.device)
         for i, problem, case in bench:
             rec = self.bench_item(i, problem, case, engine.measure)
