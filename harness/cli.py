@@ -374,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
 # measurements besides a run, which a contributor repeats: `ways NAME --help`
 MEASUREMENTS = {
     "footprint": ("harness.report.footprint", "each backend extra's install footprint, from pip's resolver"),
-    "timer-check": ("harness.run.timer_check", "the lab's timing against triton's do_bench on one implementation"),
+    "timer-check": ("harness.run.timer_check", "the lab's headline figures against a second timer, every tool"),
     "compile-table": ("harness.run.compile_table", "cold and warm compile of one GEMM per implementation, fresh"),
 }
 

@@ -67,6 +67,7 @@ class Attention(Problem):
     # PyTorch's scaled_dot_product_attention, each CUDA backend its own row: the fastest is 100%
     vendor = ("torch_sdpa[flash]", "torch_sdpa[cudnn]", "torch_sdpa[efficient]")
     vendor_reference = "fastest"
+    adjacent_reference = ("torch_sdpa[cudnn]", "torch_sdpa[flash]")
     linear_inputs = ("v",)
 
     def cases(self):

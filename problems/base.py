@@ -166,6 +166,9 @@ class Problem:
     max_elements = 2**34          # bigger shapes are refused as impossible for one GPU
     flags: tuple[str, ...] = ()   # shape keys that are 0 or 1 (a mask on or off), not sizes
     vendor_reference = "first"    # % of peak against the first vendor row timed, or the "fastest" of them
+    # vendor implementations, in order of preference, timed right before and after each compute-bound
+    # row in its own worker (A, B, A): every % is then against a reference in the row's own GPU state
+    adjacent_reference: tuple[str, ...] = ()
     # inputs whose sign flip flips every output (the problem is linear in them): see negated()
     linear_inputs: tuple[str, ...] = ()
 
@@ -201,6 +204,10 @@ class Problem:
     def all_cases(self) -> list[Case]:
         """Every built-in case: the test cases, a GPU's bench cases and the host's."""
         return self.cases() + self.host_cases()
+
+    def headline_case(self) -> Case:
+        """The case a problem's verdict is read from on a GPU: its first bench case."""
+        return next(c for c in self.cases() if c.kind == "bench")
 
     def case(self, name: str) -> Case:
         for c in self.all_cases():

@@ -196,11 +196,11 @@ def test_one_warm_up_leads_the_sustained_window_then_the_cold_samples(monkeypatc
         def sync(self):
             pass
     order = []
-    monkeypatch.setattr(timing, "warm_up", lambda run, sync, seconds: order.append(("warm-up", seconds)) or 4)
-    monkeypatch.setattr(timing, "sustained", lambda device, run, call_s, seconds:
-                        order.append(("sustained", seconds)) or {"median_ms": 2.0})
+    monkeypatch.setattr(timing, "warm_up", lambda run, sync, seconds: order.append(("warm-up", seconds)) or (4, 1e-5))
+    monkeypatch.setattr(timing, "sustained", lambda device, run, call_s, seconds, dispatch_s, hold:
+                        order.append(("sustained", seconds, dispatch_s)) or {"median_ms": 2.0})
     out = timing.on_gpu(Device(), lambda: None, lambda run: order.append(("cold",)) or {"device_ms_cold": 1.0},
                         "compute")
-    assert order == [("warm-up", timing.WARMUP_S["compute"]), ("sustained", timing.SUSTAINED_S["compute"]),
+    assert order == [("warm-up", timing.WARMUP_S["compute"]), ("sustained", timing.SUSTAINED_S["compute"], 1e-5),
                      ("cold",)]
     assert out["warmup_calls"] == 4 and out["device_ms_sustained"] == 2.0 and out["device_ms_cold"] == 1.0

@@ -9,7 +9,8 @@
 #                                        new-ways, new-ways-b, helion-tuned, jobs-compare, full-jobs, serial-quick, tests-jobs, context-probe,
 #                                        lanes-full, lanes-check, part, demo, profile, faults, check-fixes, verify, sweep,
 #                                        attention, attention-sweep, warp-attention-sweep, scan, scan-sweep,
-#                                        memory-sweeps, short-rows-sweep, examples, scan-ncu, jax-gemv, memory-part, like-for-like
+#                                        memory-sweeps, short-rows-sweep, examples, scan-ncu, jax-gemv, memory-part, like-for-like,
+#                                        timer-check
 set -uo pipefail
 OUT=${OUT:?set OUT}; WORK=${WORK:-/tmp/ways-steps}; CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
 source /tmp/gpu-site/env.sh
@@ -275,6 +276,12 @@ for step in "$@"; do
       WAYS_COLD_ENGINE=${ENGINE:-gated} run_part "${ENGINE:-gated}" ${BACKENDS:-} --cases bench --no-compile --jobs "${JOBS:-4}" \
         ${CASES:---case 4x32x4096x128-full-bfloat16 --case 8192x8192x8192-bfloat16 --case 268435456-float32 \
         --case 8192x32768-float32} ;;
+    timer-check)      # `ways timer-check`: every problem's headline case, every default backend (BACKENDS: -b
+                      # options), each row also timed by the second timer; JOBS workers at once
+      WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
+        ${CPUS:+taskset -c $CPUS} timeout --signal=INT --kill-after=90 "${STEP_TIMEOUT:-540}" \
+        python -m harness timer-check ${BACKENDS:-} --jobs "${JOBS:-4}" --out "$OUT/$step/run" | tail -80
+      run_profile "$OUT/$step/run/results.json" ;;
     sweep)            # random shapes per problem on every backend, checked (COUNT a problem, SEED)
       WAYS_CUTILE_SITE=$CUTILE_SITE WAYS_TILELANG_SITE=${TILELANG_SITE:-/tmp/tilelang-site} \
         ${CPUS:+taskset -c $CPUS} timeout --signal=INT --kill-after=90 "${STEP_TIMEOUT:-540}" \

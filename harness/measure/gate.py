@@ -63,14 +63,18 @@ class GatedEngine(EventEngine):
         major, minor = self.dev.compute_capability
         options = ProgramOptions(arch=f"sm_{major}{minor}", define_macro=f"NAP_NS={GATE_SLEEP_NS}")
         self.gate = Program(GATE_SOURCE, "c++", options).compile("cubin").get_kernel("gate")
-        self.one_thread, self.gate_ns = LaunchConfig(grid=1, block=1), np.uint64(round(gate_s * 1e9))
+        self.one_thread = LaunchConfig(grid=1, block=1)
         self.gate_s = gate_s
+
+    def hold(self, seconds: float) -> None:
+        """A GPU-side wait of `seconds` queued on the stream: what follows starts when it ends."""
+        from cuda.core import launch
+        launch(self.stream, self.one_thread, self.gate, np.uint64(round(seconds * 1e9)))
 
     def _sample(self, run) -> tuple[float, bool]:
         """One sample: (ms, whether it was exposed to the host)."""
-        from cuda.core import launch
         self.flush.fill(0, stream=self.stream)
-        launch(self.stream, self.one_thread, self.gate, self.gate_ns)
+        self.hold(self.gate_s)
         self.stream.record(self.start)
         run()
         exposed = self.start.is_done
@@ -78,7 +82,8 @@ class GatedEngine(EventEngine):
         self.stop.sync()
         return self.stop - self.start, exposed
 
-    def cold(self, run) -> dict:
+    def cold(self, run, crit: Criterion | None = None) -> dict:
+        crit = crit or self.crit
         run()                                        # lazy loading, first-call JIT
         samples, clocks, watts, exposed_samples = [], [], [], []
         throttled = 0
@@ -95,8 +100,8 @@ class GatedEngine(EventEngine):
                 samples.append(ms / 1e3)
                 clocks += [mhz] if mhz is not None else []
                 watts += [w] if w is not None else []
-            stop = _done(samples, self.crit, started) if samples else (
-                "timeout" if time.perf_counter() - started > self.crit.timeout_s else None)
+            stop = _done(samples, crit, started) if samples else (
+                "timeout" if time.perf_counter() - started > crit.timeout_s else None)
         exposed = len(exposed_samples)
         host_exposed = exposed > MOSTLY_EXPOSED * (exposed + len(samples) + throttled)
         if host_exposed:

@@ -1,8 +1,9 @@
 """Achieved rate and % of peak for each timed record, computed once the whole run is in:
 memory-bound problems against the ceiling of their access pattern measured in the run (a copy for
 read + write, a read stream for a reduction; Problem.ceiling), compute-bound ones against the
-vendor library's row for the same case; both also against the theoretical peak. A row timed at a
-low SM clock keeps its figure and says so."""
+fastest vendor path for the same case (cold: each row and each vendor row against the reference timed
+beside it, adjacent.py; sustained: the vendor rows of the run); both also against the theoretical
+peak. A row timed at a clock off its reference's keeps its figure and says so."""
 from __future__ import annotations
 
 import problems
@@ -92,7 +93,12 @@ def apply(doc: dict, borrowed: dict[str, dict[tuple, tuple[float, str]]] | None 
             if t.get(MODES[m]) is None:
                 t["peak_basis"] = "host timer: no GPU peak applies"
                 continue
-            if problem.roofline == "compute":
+            adjacent = adjacent_ceiling(r, doc) if problem.roofline == "compute" and m == "cold" else None
+            if adjacent:
+                t["pct_of_peak"], t["peak_basis"], t["reference"] = adjacent
+                peak = (theo.get("flops_per_s") or {}).get(r["dtype"])
+                t["pct_of_theoretical"] = 100 * value * 1e12 / peak if peak else None
+            elif problem.roofline == "compute":
                 lent, timed = (borrowed or {}).get(m) or {}, []       # (label, rate, where it was measured)
                 for label in problem.vendor:
                     key = (r["problem"], r["case"], label)
@@ -128,6 +134,49 @@ def apply(doc: dict, borrowed: dict[str, dict[tuple, tuple[float, str]]] | None 
         t["suspect"] = suspect(problem.roofline, t)
         t["clock_off"], t["pct_of_peak_per_cycle"] = against_reference_clock(t)
         t["low_clock"] = None if t.get("reference") else low_clock(t, max_mhz)
+        t["unconfirmed"] = unconfirmed(t) if problem.roofline == "compute" else None
+
+
+def adjacent_speed(r: dict) -> float | None:
+    """A timed row's speed relative to the reference timed beside it (1 for the reference's own row)."""
+    t = r.get("timing") or {}
+    adj, ms = t.get("adjacent") or {}, t.get("device_ms_cold")
+    if r["status"] != "ok" or not ms or not adj:
+        return None
+    return 1.0 if adj.get("self") else (adj["ms"] / ms if adj.get("ms") else None)
+
+
+def adjacent_ceiling(r: dict, doc: dict) -> tuple[float, str, dict] | None:
+    """A compute-bound row's cold % against the fastest vendor path, every figure taken against the
+    reference timed beside it (adjacent.py): (%, basis, reference), or None where the row or every
+    vendor row lacks one. The reference is stated as its time in the row's own state."""
+    speed, problem = adjacent_speed(r), problems.get(r["problem"])
+    if speed is None:
+        return None
+    vendor = [(impl_label(v), adjacent_speed(v)) for v in doc["records"]
+              if v["problem"] == r["problem"] and v["case"] == r["case"] and impl_label(v) in problem.vendor]
+    vendor = [(label, x) for label, x in vendor if x]
+    if not vendor:
+        return None
+    best_label, best = max(vendor, key=lambda v: v[1])
+    t = r["timing"]
+    adj = t["adjacent"]
+    own = adj.get("self")
+    ref_ms = t["device_ms_cold"] if own else adj["ms"]
+    reference = {"label": best_label, "ms": ref_ms / best, "adjacent": adj["label"],
+                 "sm_clock_mhz": (t.get("cold") or {}).get("sm_clock_mhz") if own else adj.get("sm_clock_mhz")}
+    beside = "the row itself" if own else f"{adj['label']} timed before and after it in its worker"
+    return 100 * speed / best, f"{best_label} on the same case, against {beside}, cold", reference
+
+
+def unconfirmed(t: dict) -> str | None:
+    """Why a compute-bound row above 100% of its ceiling cold is not so in the sustained mode and
+    per cycle too (a lead that holds in one mode only is the GPU state's, not the kernel's), or None."""
+    cold, sus, cyc = t.get("pct_of_peak"), t.get("pct_of_peak_sustained"), t.get("pct_of_peak_per_cycle")
+    if not cold or cold <= 100:
+        return None
+    short = [f"{name} {v:.1f}%" for name, v in (("sustained", sus), ("per cycle", cyc)) if v is not None and v <= 100]
+    return f"{cold:.1f}% of its ceiling cold, but {' and '.join(short)}" if short else None
 
 
 def suspect(roofline: str, t: dict) -> str | None:

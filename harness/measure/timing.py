@@ -81,17 +81,20 @@ WARMUP_S = {"compute": 1.0, "memory": 0.25}
 
 
 @PHASES.timed("warm-up")
-def warm_up(run, sync, seconds: float) -> int:
+def warm_up(run, sync, seconds: float) -> tuple[int, float]:
     """Back-to-back calls until `seconds` pass, so every case starts sampling from a GPU at its
-    working clocks and temperature rather than from whatever the previous case left."""
-    started, calls = time.perf_counter(), 0
+    working clocks and temperature rather than from whatever the previous case left: the number of
+    calls, and the median seconds one takes to return on the host (its dispatch)."""
+    started, calls, dispatch = time.perf_counter(), 0, []
     while time.perf_counter() - started < seconds:
+        t0 = time.perf_counter()
         run()
+        dispatch.append(time.perf_counter() - t0)
         calls += 1
         if calls % 8 == 0:
             sync()
     sync()
-    return calls
+    return calls, statistics.median(dispatch) if dispatch else 0.0
 
 
 @PHASES.timed("host timing")
@@ -151,7 +154,8 @@ class EventEngine:
         self.stop.sync()
         return self.stop - self.start
 
-    def cold(self, run) -> dict:
+    def cold(self, run, crit: Criterion | None = None) -> dict:
+        crit = crit or self.crit
         run()                                        # warm-up: lazy loading, first-call JIT
         samples, throttled, clocks = [], 0, []
         started, stop = time.perf_counter(), None
@@ -169,8 +173,8 @@ class EventEngine:
                 samples.append(ms / 1e3)
                 if mhz is not None:
                     clocks.append(mhz)
-            stop = _done(samples, self.crit, started) if samples else (
-                "timeout" if time.perf_counter() - started > self.crit.timeout_s else None)
+            stop = _done(samples, crit, started) if samples else (
+                "timeout" if time.perf_counter() - started > crit.timeout_s else None)
         s = summarize(samples)
         s.update(stopped_by=stop, throttled_dropped=throttled,
                  sm_clock_mhz=statistics.fmean(clocks) if clocks else None)
@@ -191,17 +195,18 @@ def sustained_wanted() -> bool:
 
 
 def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | None = None,
-           with_sustained: bool = True) -> dict:
+           with_sustained: bool = True, hold=None) -> dict:
     """A GPU case's timing: the warm-up, the sustained window right after it (the warm-up is its
     lead: no gap between them), then the cold figures from `measure(run)` (nvbench or events).
     The sustained mode comes first so that one warm-up serves both: after the cold samples' rests
     the sustained mode needed a lead of its own (a second for a GEMM), and the timing of a full run
     spent 0.5 s a GEMM row more. No separate hot batch: the sustained mode is the back-to-back
-    figure (device_ms_warm: None)."""
+    figure (device_ms_warm: None). `hold(seconds)` queues a GPU-side wait on the stream (the gated
+    engine's), which hides a host-bound tool's dispatch from the sustained window."""
     warmup_s = WARMUP_S[roofline] if warmup_s is None else warmup_s
-    calls = warm_up(run, device.sync, warmup_s)
-    window = sustained(device, run, warmup_s / max(calls, 1), seconds=SUSTAINED_S[roofline]) \
-        if with_sustained else None
+    calls, dispatch_s = warm_up(run, device.sync, warmup_s)
+    window = sustained(device, run, warmup_s / max(calls, 1), seconds=SUSTAINED_S[roofline],
+                       dispatch_s=dispatch_s, hold=hold) if with_sustained else None
     with PHASES("sampling (cold)"):
         timing = measure(run)
     timing["warmup_calls"] = calls
@@ -214,15 +219,23 @@ def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | No
 # with the SM clock), so a quarter second of them is enough, and the full run's GPU time is shorter.
 SUSTAINED_S = {"compute": 0.5, "memory": 0.25}
 SUSTAINED_BATCHES = 10
+# A call whose dispatch takes at least this share of its device time is host-bound back to back: its
+# window is queued behind a GPU-side wait that lasts the dispatch of the whole window (times
+# HOLD_MARGIN), in at most HELD_CALLS calls, which a stream's queue takes without blocking the host.
+HOST_BOUND_SHARE = 0.5
+HOLD_MARGIN = 1.5
+HELD_CALLS = 200
 
 
 @PHASES.timed("sampling (sustained)")
 def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S["compute"],
-              batches: int = SUSTAINED_BATCHES) -> dict:
+              batches: int = SUSTAINED_BATCHES, dispatch_s: float | None = None, hold=None) -> dict:
     """Back-to-back calls (no L2 flush, no gap) right after on_gpu's warm-up, which is their lead:
     about `seconds` timed as `batches` consecutive batches by events on the stream; the SM clock is
     read while they run. `call_s` is the measured wall time of one call, so a launch-bound call
-    does not run for minutes."""
+    does not run for minutes. Where the host's dispatch (`dispatch_s`) keeps up with the device
+    less than HOST_BOUND_SHARE allows and `hold` is given, the window waits behind it while the host
+    queues every call (`host_hidden`); `exposed` says the wait ended before the last was queued."""
     from cuda.core import EventOptions
     stream, opts = device.stream, EventOptions(timing_enabled=True)
     events = [device.device.create_event(opts) for _ in range(batches + 1)]
@@ -230,21 +243,30 @@ def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S["compute"
     run()
     stream.record(events[1])
     events[1].sync()
-    one_s = max((events[1] - events[0]) / 1e3, call_s, 1e-7)
-    per_batch = max(1, int(seconds / batches / one_s))
+    one_s = max((events[1] - events[0]) / 1e3, 1e-7)
+    host_bound = dispatch_s is not None and dispatch_s >= HOST_BOUND_SHARE * one_s
+    held = host_bound and hold is not None
+    per_batch = max(1, int(seconds / batches / max(one_s, call_s)))
+    if held:
+        per_batch = max(1, min(int(seconds / batches / one_s), HELD_CALLS // batches))
+        hold(HOLD_MARGIN * dispatch_s * per_batch * batches)
     clock, mhz = SmClock(device.device.pci_bus_id), []
     stream.record(events[0])
     for k in range(batches):
         for _ in range(per_batch):
             run()
         stream.record(events[k + 1])
-        mhz.append(clock.read())
+        if not held:
+            mhz.append(clock.read())
+    exposed = held and events[0].is_done
     while not events[-1].is_done:
         mhz.append(clock.read())
         time.sleep(0.01)
     s = summarize([(events[k + 1] - events[k]) / 1e3 / per_batch for k in range(batches)])
     read = [m for m in mhz if m is not None]
     s.update(calls=per_batch * batches, batches=batches, window_s=seconds, l2_flushed=False,
+             dispatch_us=None if dispatch_s is None else dispatch_s * 1e6, host_bound=host_bound,
+             host_hidden="gate" if held and not exposed else None, exposed=exposed if held else None,
              sm_clock_mhz=statistics.fmean(read) if read else None,
              sm_clock_note=None if read else clock.why_not)
     return s

@@ -112,9 +112,11 @@ def _bases_of_problems(doc: dict) -> str:
             basis = next(((r.get("timing") or {}).get("peak_basis") for r in doc["records"] if r["problem"] == p.name
                           and ((r.get("timing") or {}).get("peak_basis") or "").endswith(", same run, cold")), None)
             out.append(f"{p.name}: {basis.split(',')[0] if basis else CEILING_BASIS[p.ceiling]}")
-        else:
+        else:                            # the vendor rows the run's rows were judged against
+            used = sorted({basis.split(" on the same case")[0] for r in doc["records"] if r["problem"] == p.name
+                           and " on the same case" in (basis := (r.get("timing") or {}).get("peak_basis") or "")})
             which = "the fastest of" if p.vendor_reference == "fastest" else "the first timed of"
-            out.append(f"{p.name}: {which} {', '.join(p.vendor)}")
+            out.append(f"{p.name}: {' or '.join(used)}" if used else f"{p.name}: {which} {', '.join(p.vendor)}")
     return "; ".join(out)
 
 
@@ -150,6 +152,16 @@ def headline(doc: dict) -> list[str]:
                          f"{pct_pair(t)} | {clock_pair(t)} | "
                          f"{compile_cell} | {fmt(s['loc'].get('total'), 'd')} | {_flag_cell(r)} |")
     return lines + [""] if len(lines) > 5 else []
+
+
+def reference_cell(t: dict) -> str:
+    """What a row's cold % was computed from: the reference's label and time (in the row's own state
+    where it was timed beside the row: "cuBLAS 1.37, beside it")."""
+    ref = t.get("reference") or {}
+    if not ref.get("ms"):
+        return ""
+    beside = "" if not ref.get("adjacent") or ref["adjacent"] == ref["label"] else f" (by {ref['adjacent']} beside it)"
+    return f"{ref['label']} {ref['ms']:.4g}{beside}"
 
 
 def _flag_cell(r: dict) -> str:
@@ -206,8 +218,9 @@ def markdown(doc: dict) -> str:
         timed = [r for r in rows if r.get("timing")]
         if timed:
             lines += ["| case | implementation | device ms cold (IQR) | sustained ms | SM MHz cold / sustained |"
-                      " host ms | launch µs | achieved (cold) | % of peak cold / sustained | % of theoretical (cold) |"
-                      " engine | flag |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+                      " host ms | launch µs | achieved (cold) | % of peak cold / sustained | reference (cold ms) |"
+                      " % of theoretical (cold) | engine | flag |",
+                      "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|"]
             for r in sorted(timed, key=lambda r: (r["case"], impl_label(r))):
                 t = r["timing"]
                 cold = t.get("cold") or {}
@@ -217,7 +230,7 @@ def markdown(doc: dict) -> str:
                              f"{fmt(t.get('device_ms_sustained'), '.4g')} | {clock_pair(t)} | "
                              f"{fmt(t.get('host_ms'), '.4g')} | {fmt(t.get('launch_us'), '.3g')} | "
                              f"{fmt(t.get('achieved'), '.4g')} {t.get('unit') or ''} | "
-                             f"{pct_pair(t)} | {fmt(t.get('pct_of_theoretical'), '.1f')} | "
+                             f"{pct_pair(t)} | {reference_cell(t)} | {fmt(t.get('pct_of_theoretical'), '.1f')} | "
                              f"{t.get('engine', '')} | {_flag_cell(r)} |")
             lines.append("")
         lines += ["| implementation | ok | compile only | not applicable | wrong | failed | skipped | unavailable |"

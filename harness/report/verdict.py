@@ -18,7 +18,7 @@ BLOCK = re.compile(re.escape(BEGIN).replace(r"\{\}", "(.+?)") + r"\n(.*?)" + re.
 
 
 def headline_case(problem: str) -> str:
-    return next(c.name for c in problems.get(problem).cases() if c.kind == "bench")
+    return problems.get(problem).headline_case().name
 
 
 def headline_cases(problem: str) -> list[str]:

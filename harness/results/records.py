@@ -132,13 +132,17 @@ def impl_label(r: dict) -> str:
 def flag(r: dict) -> str:
     """The integrity flag every view shows beside a timed row: its status where it is not ok (and the
     cause its tool names for a wrong one, e.g. "wrong (the library's float32 sequential sum)"),
-    'suspect' where roofline found the figure unbelievable, 'low clock' where its cold samples ran
-    under the clock a fair comparison assumes (the figure still counts); "" otherwise."""
+    'suspect' where roofline found the figure unbelievable, 'clock off' where its cold samples ran at
+    a clock off its reference's, 'unconfirmed' where it beats its ceiling in one mode only, 'low
+    clock' where its cold samples ran under the clock a fair comparison assumes, 'host exposed' where
+    its tool's host showed through a timing mode (the figure still counts); "" otherwise."""
     if r["status"] != "ok":
         return f"{r['status']} ({r['cause']})" if r.get("cause") else r["status"]
     t = r.get("timing") or {}
+    exposed = (t.get("cold") or {}).get("host_exposed") or (t.get("sustained") or {}).get("exposed")
     return "suspect" if t.get("suspect") else "clock off" if t.get("clock_off") else \
-        "low clock" if t.get("low_clock") else "host exposed" if (t.get("cold") or {}).get("host_exposed") else ""
+        "unconfirmed" if t.get("unconfirmed") else "low clock" if t.get("low_clock") else \
+        "host exposed" if exposed else ""
 
 
 def loud(flag_text: str) -> str:
@@ -164,9 +168,12 @@ def quick_runs(doc: dict) -> bool:
 def flag_note(r: dict) -> str:
     """The flag and why, for notes and tooltips."""
     t = r.get("timing") or {}
-    exposed = (t.get("cold") or {}).get("host_exposed") and "most cold samples started after the gate: the tool " \
-        "waits for the GPU inside its call, so its figure holds its host's gaps"
-    why = (t.get("suspect") or t.get("clock_off") or t.get("low_clock") or exposed) if r["status"] == "ok" \
+    exposed = ((t.get("cold") or {}).get("host_exposed") and "most cold samples started after the gate: the tool "
+               "waits for the GPU inside its call, so its figure holds its host's gaps") or \
+        ((t.get("sustained") or {}).get("exposed") and "its sustained calls were still being queued when the "
+         "GPU-side wait ended: the sustained figure holds its host's dispatch")
+    why = (t.get("suspect") or t.get("clock_off") or t.get("unconfirmed") or t.get("low_clock") or exposed) \
+        if r["status"] == "ok" \
         else error_line(r["error"] or r.get("reason"))
     return f"{flag(r)}: {why}" if flag(r) else ""
 

@@ -27,13 +27,14 @@ N_SEEDS = 3
 class Session:
     """A backend variant loaded in this process, with its device and stream."""
 
-    def __init__(self, backend_name: str, variant: str):
+    def __init__(self, backend_name: str, variant: str, device=None):
+        """`device`: another Session's, whose stream this one then launches on too."""
         self.backend = backends.get(backend_name, variant)
         self.variant = variant
         self.backend.load()              # imports the tool; raises Unavailable with the reason
         kind = self.backend.device()
         with gpu_hold(kind):             # a CUDA context and a stream: GPU work
-            self.device = open_device(kind)
+            self.device = device or open_device(kind)
             self.stream = self.backend.stream(self.device.handle)
 
     # how the checks share the GPU with other workers (harness/schedule/): the only three ways they do

@@ -20,11 +20,12 @@ from pathlib import Path
 import backends
 import problems
 from backends.base import Unavailable
-from harness.measure import gate, nvbench_engine
+from harness.measure import gate, nvbench_engine, second_timer
 from harness.measure import timing as timing_mod
 from harness.schedule.gpu_lock import LOCK, WAIT_PHASE
 from harness.measure.phases import PHASES
 from harness.results import records
+from harness.run.adjacent import Adjacent
 from harness.run.session import Session, check_case, checked, follows_new_inputs
 from problems.base import Case
 
@@ -51,6 +52,8 @@ class Worker:
         self.scratch = Path(args.scratch)
         self.s: Session | None = None
         self.broken = False        # after a failure the CUDA context may be unusable
+        self.engine = None         # the cold engine of the events paths (gated or not)
+        self.adjacent: Adjacent | None = None
 
     def record(self, problem, case) -> dict:
         LOCK.label = f"{_impl(self.args)} {problem.name} {case.name}"     # whose GPU holds these are (lock_holds.py)
@@ -104,13 +107,19 @@ class Worker:
         def timed():
             last["out"] = b.run()
 
+        if self.engine is not None:      # the reference's cold samples before and after the row's
+            self.adjacent = self.adjacent or Adjacent(s.device, self.scratch)
+            measure = self.adjacent.around(problem, case, s.backend.label(), self.engine, measure)
         # no other worker's kernels in the timed window
         with s.backend.stream_context(s.stream), s.gpu_work(alone=True):
             timing = timing_mod.on_gpu(s.device, timed, measure, problem.roofline,
-                                       with_sustained=timing_mod.sustained_wanted()) if s.device.kind == "cuda" \
+                                       with_sustained=timing_mod.sustained_wanted(),
+                                       hold=getattr(self.engine, "hold", None)) if s.device.kind == "cuda" \
                 else measure(timed)
             if "host_ms" not in timing:
                 timing.update(timing_mod.host_call_costs(timed, s.device.sync))
+            if s.device.kind == "cuda" and second_timer.wanted() and "second_timer" not in timing:
+                timing["second_timer"] = second_timer.host_batches(timed, s.device.sync)
         s.device.sync()
         rec["timing"] = timing
         if checked(s, problem, case, rec, last["out"] if last.get("out") is not None else b.outputs,
@@ -131,7 +140,7 @@ class Worker:
         if engine_name == "nvbench" and why_not_nvbench is None:
             return self.run_nvbench(bench)
         gated = engine_name == "gated"
-        engine = gate.GatedEngine(self.s.device) if gated else timing_mod.EventEngine(self.s.device)
+        engine = self.engine = gate.GatedEngine(self.s.device) if gated else timing_mod.EventEngine(self.s.device)
         for i, problem, case in bench:
             rec = self.bench_item(i, problem, case, engine.measure)
             if rec.get("timing") and not gated:

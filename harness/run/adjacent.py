@@ -1,0 +1,111 @@
+"""The reference timed beside each compute-bound row, in the row's own worker and GPU state: its
+cold samples right before and right after the row's (A, B, A), by the same engine on the same
+stream, so a row's % is against a reference measured in the state it was (roofline.py).
+
+Works as follows:
+1. For a compute-bound problem, the first of its `adjacent_reference` implementations that loads
+   here and takes the case is built on its own inputs of the same case, in this worker.
+2. Its cold samples (REFERENCE_CRIT: a short run of the same stopping rule) are taken before and
+   after the row's; with the second timer on, its host-timed batches are too, the row's own between
+   them: reference cold, reference second, row cold, row second, reference second, reference cold.
+3. The row's timing keeps both figures and their mean SM clock under `adjacent` (the reference's
+   own row: `{"self": True}`).
+
+Constraints: a reference that cannot load, build or run here (no torch) leaves the row without one
+(never fails it): roofline then judges it on the vendor rows of the run.
+"""
+from __future__ import annotations
+
+import statistics
+
+import problems
+from harness.measure import second_timer
+from harness.measure.timing import Criterion
+from harness.run import registry
+from harness.run.session import Session
+
+REFERENCE_CRIT = Criterion(min_samples=10, min_time_s=0.05, timeout_s=1.0)
+SELF = "self"       # the row is its case's reference: its own samples are the reference's
+
+
+class Adjacent:
+    """The adjacent references of one worker: a Session per reference on the worker's device."""
+
+    def __init__(self, device, scratch):
+        self.device, self.scratch = device, scratch
+        self.sessions: dict[str, Session | None] = {}
+        self.built: dict[tuple[str, str], object] = {}
+
+    def _session(self, label: str) -> Session | None:
+        if label not in self.sessions:
+            try:
+                name, variant = registry.parse_backend(label)
+                self.sessions[label] = Session(name, variant or "", device=self.device)
+            except Exception:
+                self.sessions[label] = None
+        return self.sessions[label]
+
+    def reference(self, problem, case, own_label: str):
+        """(label, its session, its run) for this case; SELF where the row is the reference (the first
+        of them that takes the case); None where none loads here or takes the case."""
+        if problem.roofline != "compute":
+            return None
+        for label in problem.adjacent_reference:
+            if label == own_label:
+                return SELF
+            s = self._session(label)
+            if s is None or s.why_not(problem.name, case):
+                continue
+            key = (label, case.name)
+            if key not in self.built:
+                self.built.clear()          # one case's reference at a time: its inputs' memory
+                try:
+                    b = s.prepare(problem, case, case.seed, self.scratch)
+                    s.call(b.run, b.outputs)
+                except Exception:           # the row is not failed for its reference's fault
+                    s.device.sync()
+                    continue
+                self.built[key] = b.run
+            return label, s, self.built[key]
+        return None
+
+    def around(self, problem, case, own_label: str, engine, measure):
+        """`measure` with the reference's cold samples before and after it (A, B, A)."""
+        ref = self.reference(problem, case, own_label)
+        if ref is None:
+            return measure
+        if ref is SELF:
+            def itself(engine_run):
+                return {**measure(engine_run), "adjacent": {"label": own_label, "self": True}}
+            return itself
+        label, s, run = ref
+
+        second = second_timer.wanted()
+
+        def timed(engine_run):
+            with s.backend.stream_context(s.stream):
+                before = engine.cold(run, REFERENCE_CRIT)
+                second_before = second_timer.host_batches(run, s.device.sync) if second else None
+            timing = measure(engine_run)
+            if second:               # the row's second figure between its reference's two as well
+                timing["second_timer"] = second_timer.host_batches(engine_run, s.device.sync)
+            with s.backend.stream_context(s.stream):
+                second_after = second_timer.host_batches(run, s.device.sync) if second else None
+                after = engine.cold(run, REFERENCE_CRIT)
+            timing["adjacent"] = summary(label, before, after, second_before, second_after)
+            return timing
+        return timed
+
+
+def summary(label: str, before: dict, after: dict, second_before: dict | None = None,
+            second_after: dict | None = None) -> dict:
+    """The reference's two figures and their mean, as a row's timing keeps them."""
+    ms = [x["median_ms"] for x in (before, after) if x.get("median_ms")]
+    mhz = [x["sm_clock_mhz"] for x in (before, after) if x.get("sm_clock_mhz")]
+    out = {"label": label, "before_ms": before.get("median_ms"), "after_ms": after.get("median_ms"),
+           "ms": statistics.fmean(ms) if len(ms) == 2 else None,
+           "sm_clock_mhz": statistics.fmean(mhz) if mhz else None,
+           "power_w": statistics.fmean([x["power_w"] for x in (before, after) if x.get("power_w")] or [0]) or None}
+    if second_before and second_after:
+        out["second_timer_ms"] = statistics.fmean([second_before["median_ms"], second_after["median_ms"]])
+    return out

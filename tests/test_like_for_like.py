@@ -1,0 +1,194 @@
+"""Like-for-like timing without a GPU, on a simulated stream: the sustained window of a host-bound
+tool queued behind a GPU-side wait, every compute-bound % against the reference timed beside its
+row (the same in every lane), a lead in one mode only flagged, and the second timer's comparison."""
+import time
+
+import pytest
+
+from harness.measure import roofline, second_timer, timing
+from harness.results.records import flag, flag_note
+from harness.run import timer_check
+
+
+class Sim:
+    """A stream on a virtual clock: each call costs the host `dispatch` s and the device `kernel` s."""
+
+    def __init__(self, dispatch, kernel):
+        self.dispatch, self.kernel, self.host, self.free = dispatch, kernel, 0.0, 0.0
+
+    def run(self):
+        self.host += self.dispatch
+        self.free = max(self.free, self.host) + self.kernel
+
+    def hold(self, seconds):
+        self.free = max(self.free, self.host) + seconds
+
+
+class Event:
+    def __init__(self, sim):
+        self.sim, self.t = sim, None
+
+    @property
+    def is_done(self):
+        return self.t <= self.sim.host
+
+    def sync(self):
+        self.sim.host = max(self.sim.host, self.t)
+
+    def __sub__(self, other):
+        return (self.t - other.t) * 1e3
+
+
+class Stream:
+    def __init__(self, sim):
+        self.sim = sim
+
+    def record(self, event):
+        event.t = max(self.sim.free, self.sim.host)
+
+
+class Device:
+    def __init__(self, sim):
+        self.stream, self.sim = Stream(sim), sim
+        self.device = self
+        self.pci_bus_id = "0"
+
+    def create_event(self, options):
+        return Event(self.sim)
+
+
+@pytest.fixture
+def sim_clock(monkeypatch):
+    """The wait loop's sleeps pass the simulated hosts' virtual time, not real time."""
+    sims = []
+
+    class Clock:
+        why_not = None
+
+        def __init__(self, pci_bus_id):
+            pass
+
+        def read(self):
+            return 1900.0
+
+    def sleep(seconds):
+        for s in sims:
+            s.host += seconds
+    monkeypatch.setattr(timing, "SmClock", Clock)
+    monkeypatch.setattr(timing.time, "sleep", sleep)
+    return sims
+
+
+def test_a_host_bound_tools_sustained_window_waits_behind_the_gate(sim_clock):
+    sim = Sim(dispatch=3e-4, kernel=1e-4)
+    sim_clock.append(sim)
+    bare = timing.sustained(Device(sim), sim.run, call_s=3e-4, seconds=0.05, dispatch_s=3e-4)
+    assert bare["host_bound"] and bare["host_hidden"] is None
+    assert bare["median_ms"] == pytest.approx(0.3, rel=0.05)        # the host's dispatch, not the kernel
+    sim = Sim(dispatch=3e-4, kernel=1e-4)
+    sim_clock.append(sim)
+    held = timing.sustained(Device(sim), sim.run, call_s=3e-4, seconds=0.05, dispatch_s=3e-4, hold=sim.hold)
+    assert held["host_hidden"] == "gate" and held["exposed"] is False
+    assert held["median_ms"] == pytest.approx(0.1, rel=1e-6)        # the device's time
+    assert held["calls"] <= timing.HELD_CALLS
+
+
+def test_a_gate_too_short_for_the_dispatch_says_the_window_was_exposed(sim_clock):
+    sim = Sim(dispatch=3e-4, kernel=1e-4)
+    sim_clock.append(sim)
+    row = timing.sustained(Device(sim), sim.run, call_s=3e-4, seconds=0.05, dispatch_s=3e-4,
+                           hold=lambda seconds: sim.hold(seconds / 100))
+    assert row["exposed"] is True and row["host_hidden"] is None
+    record = {"status": "ok", "timing": {"sustained": row}}
+    assert flag(record) == "host exposed" and "sustained" in flag_note(record)
+
+
+def test_a_device_bound_tool_needs_no_gate(sim_clock):
+    sim = Sim(dispatch=1e-5, kernel=1e-4)
+    sim_clock.append(sim)
+    row = timing.sustained(Device(sim), sim.run, call_s=1e-4, seconds=0.05, dispatch_s=1e-5, hold=sim.hold)
+    assert not row["host_bound"] and row["host_hidden"] is None and row["exposed"] is None
+    assert row["median_ms"] == pytest.approx(0.1, rel=1e-6)
+
+
+CASE = "8192x8192x8192-bfloat16"
+
+
+def _row(backend, variant, ms, adjacent, sustained_ms=None, mhz=1500.0, case=CASE):
+    return {"problem": "gemm", "case": case, "kind": "bench", "dtype": "bfloat16", "backend": backend,
+            "variant": variant, "status": "ok", "work": {"bytes": 1, "flops": 2 * 8192**3},
+            "timing": {"device_ms_cold": ms, "device_ms_sustained": sustained_ms, "cold": {"sm_clock_mhz": mhz},
+                       "adjacent": adjacent}}
+
+
+def _beside(ms, mhz=1500.0):
+    return {"label": "array_api[torch]", "ms": ms, "before_ms": ms, "after_ms": ms, "sm_clock_mhz": mhz}
+
+
+def test_each_compute_row_is_judged_against_the_reference_timed_beside_it():
+    """Two lanes whose cuBLAS rows differ by 6%: each row's % is against its own lane's reference,
+    the fastest vendor path (here nvmath's cuBLASLt, 2% ahead of cuBLAS beside it) being 100%."""
+    doc = {"references": {"theoretical": {}}, "records": [
+        _row("array_api", "torch", 1.60, {"label": "array_api[torch]", "self": True}),     # lane 0
+        _row("nvmath", "", 1.60 / 1.02, _beside(1.60)),                                    # lane 0
+        _row("triton", "", 1.60, _beside(1.50)),                                           # lane 1: a slower GPU state
+        _row("cute_dsl", "", 1.55, _beside(1.70))]}                                        # lane 2
+    roofline.apply(doc)
+    torch_row, nvmath_row, triton_row, cute_row = (r["timing"] for r in doc["records"])
+    assert nvmath_row["pct_of_peak"] == pytest.approx(100.0)
+    assert torch_row["pct_of_peak"] == pytest.approx(100 / 1.02)
+    assert triton_row["pct_of_peak"] == pytest.approx(100 * (1.50 / 1.60) / 1.02)
+    assert cute_row["pct_of_peak"] == pytest.approx(100 * (1.70 / 1.55) / 1.02)
+    assert triton_row["reference"] == {"label": "nvmath", "ms": pytest.approx(1.50 / 1.02),
+                                       "adjacent": "array_api[torch]", "sm_clock_mhz": 1500.0}
+    assert "timed before and after it" in triton_row["peak_basis"]
+
+
+def test_a_lead_in_one_mode_only_is_flagged():
+    doc = {"references": {"theoretical": {}}, "records": [
+        _row("array_api", "torch", 1.60, {"label": "array_api[torch]", "self": True}, sustained_ms=1.9),
+        _row("triton", "", 1.50, _beside(1.60), sustained_ms=2.0)]}
+    roofline.apply(doc)
+    t = doc["records"][1]["timing"]
+    assert t["pct_of_peak"] == pytest.approx(100 * 1.6 / 1.5) and t["pct_of_peak_sustained"] < 100
+    assert flag(doc["records"][1]) == "unconfirmed" and "sustained" in flag_note(doc["records"][1])
+    doc["records"][1]["timing"].update(device_ms_sustained=1.8)
+    roofline.apply(doc)
+    assert doc["records"][1]["timing"]["unconfirmed"] is None       # ahead in both modes and per cycle
+
+
+def test_without_adjacent_references_the_runs_vendor_rows_judge():
+    doc = {"references": {"theoretical": {}}, "records": [_row("array_api", "torch", 1.6, None),
+                                                          _row("triton", "", 1.5, None)]}
+    roofline.apply(doc)
+    assert doc["records"][1]["timing"]["pct_of_peak"] == pytest.approx(100 * 1.6 / 1.5)
+    assert doc["records"][1]["timing"]["peak_basis"].startswith("array_api[torch] on the same case, same run")
+
+
+def test_the_second_timer_times_host_synchronized_batches():
+    synced = []
+    out = second_timer.host_batches(lambda: time.sleep(2e-3), lambda: synced.append(1), batch_s=0.01, batches=3)
+    assert out["median_ms"] == pytest.approx(2.0, rel=0.5) and out["batches"] == 3
+    assert out["calls_per_batch"] >= 3 and len(synced) == 2 + 2 * 3
+
+
+def test_timer_check_compares_each_rows_headline_figure_with_the_second_timers():
+    def second(r, ms, ref_ms=None):
+        r["timing"]["second_timer"] = {"median_ms": ms}
+        if ref_ms:
+            r["timing"]["adjacent"]["second_timer_ms"] = ref_ms
+        return r
+    doc = {"references": {"theoretical": {}}, "records": [
+        second(_row("array_api", "torch", 1.60, {"label": "array_api[torch]", "self": True}), 1.80),
+        second(_row("triton", "", 1.60, _beside(1.50)), 1.90, ref_ms=1.80)]}
+    memory = {"problem": "elementwise", "case": "268435456-float32", "status": "ok", "backend": "triton",
+              "variant": "", "work": {"bytes": 3 * 4 * 2**28},
+              "timing": {"device_ms_cold": 0.75, "second_timer": {"median_ms": 0.76}}}
+    doc["records"].append(memory)
+    roofline.apply(doc)
+    rows = {r["implementation"] + r["problem"]: r for r in timer_check.compare(doc)}
+    gemm = rows["tritongemm"]
+    assert gemm["lab"] == pytest.approx(100 * 1.5 / 1.6) and gemm["second"] == pytest.approx(100 * 1.8 / 1.9)
+    assert gemm["difference"] == pytest.approx((1.5 / 1.6) / (1.8 / 1.9) - 1)
+    assert rows["tritonelementwise"]["difference"] == pytest.approx(0.76 / 0.75 - 1)
+    assert "| gemm |" in timer_check.markdown(list(rows.values()), 0.02)
