@@ -167,28 +167,48 @@ def test_without_adjacent_references_the_runs_vendor_rows_judge():
 
 def test_the_second_timer_times_host_synchronized_batches():
     synced = []
-    out = second_timer.host_batches(lambda: time.sleep(2e-3), lambda: synced.append(1), batch_s=0.01, batches=3)
+    out = second_timer.host_batches(lambda: time.sleep(2e-3), lambda: synced.append(1), batch_s=0.01, batches=3,
+                                     min_calls=3)
     assert out["median_ms"] == pytest.approx(2.0, rel=0.5) and out["batches"] == 3
     assert out["calls_per_batch"] >= 3 and len(synced) == 2 + 2 * 3
 
 
 def test_timer_check_compares_each_rows_headline_figure_with_the_second_timers():
+    """Same mode: the lab's sustained figures (rate, or % of the reference beside the row) against the
+    second timer's; the cold headline beside them; a host-bound row shown, not checked."""
     def second(r, ms, ref_ms=None):
         r["timing"]["second_timer"] = {"median_ms": ms}
         if ref_ms:
             r["timing"]["adjacent"]["second_timer_ms"] = ref_ms
         return r
     doc = {"references": {"theoretical": {}}, "records": [
-        second(_row("array_api", "torch", 1.60, {"label": "array_api[torch]", "self": True}), 1.80),
-        second(_row("triton", "", 1.60, _beside(1.50)), 1.90, ref_ms=1.80)]}
-    memory = {"problem": "elementwise", "case": "268435456-float32", "status": "ok", "backend": "triton",
-              "variant": "", "work": {"bytes": 3 * 4 * 2**28},
-              "timing": {"device_ms_cold": 0.75, "second_timer": {"median_ms": 0.76}}}
-    doc["records"].append(memory)
+        second(_row("array_api", "torch", 1.60, {"label": "array_api[torch]", "self": True}, sustained_ms=1.80), 1.80),
+        second(_row("triton", "", 1.60, _beside(1.50), sustained_ms=1.92), 1.90, ref_ms=1.80)]}
+
+    def memory(backend, dispatch_us, second_ms):
+        return {"problem": "elementwise", "case": "268435456-float32", "status": "ok", "backend": backend,
+                "variant": "", "work": {"bytes": 3 * 4 * 2**28},
+                "timing": {"device_ms_cold": 0.75, "device_ms_sustained": 0.74, "second_timer": {"median_ms": second_ms},
+                           "sustained": {"dispatch_us": dispatch_us}}}
+    doc["records"] += [memory("triton", 20.0, 0.745), memory("jax_pallas", 600.0, 0.80)]
     roofline.apply(doc)
     rows = {r["implementation"] + r["problem"]: r for r in timer_check.compare(doc)}
     gemm = rows["tritongemm"]
-    assert gemm["lab"] == pytest.approx(100 * 1.5 / 1.6) and gemm["second"] == pytest.approx(100 * 1.8 / 1.9)
-    assert gemm["difference"] == pytest.approx((1.5 / 1.6) / (1.8 / 1.9) - 1)
-    assert rows["tritonelementwise"]["difference"] == pytest.approx(0.76 / 0.75 - 1)
-    assert "| gemm |" in timer_check.markdown(list(rows.values()), 0.02)
+    assert gemm["lab"] == pytest.approx(100 * 1.80 / 1.92) and gemm["second"] == pytest.approx(100 * 1.8 / 1.9)
+    assert gemm["difference"] == pytest.approx((1.80 / 1.92) / (1.8 / 1.9) - 1)
+    assert gemm["headline"] == pytest.approx(100 * 1.5 / 1.6)
+    assert rows["tritonelementwise"]["difference"] == pytest.approx(0.745 / 0.74 - 1)
+    assert rows["jax_pallaselementwise"]["host_bound"] and not rows["tritonelementwise"]["host_bound"]
+    assert timer_check.disagreeing(list(rows.values()), 0.02) == []          # the host-bound row is not checked
+    text = timer_check.markdown(list(rows.values()), 0.02)
+    assert "| gemm |" in text and "host-bound: not checked" in text
+
+
+def test_the_probe_that_sizes_the_window_waits_behind_the_gate_too(sim_clock):
+    """An idle stream times one call from its host's dispatch: behind the wait, from the kernel's start,
+    so a dispatch near the kernel's time is found (and the window held) rather than hidden in the probe."""
+    sim = Sim(dispatch=2e-4, kernel=2.5e-4)
+    sim_clock.append(sim)
+    row = timing.sustained(Device(sim), sim.run, call_s=4.5e-4, seconds=0.05, dispatch_s=2e-4, hold=sim.hold)
+    assert row["host_bound"] and row["host_hidden"] == "gate"
+    assert row["median_ms"] == pytest.approx(0.25, rel=1e-6)
