@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 import problems
-from harness.measure import env
+from harness.measure import env, gpu
 from harness.report.pipeline import NeedsExtra
-from harness.run import registry
+from harness.run import registry, resume
+from harness.run.update import NotUpdatable
 from harness.run.sweep import DEFAULT_COUNT as SWEEP_COUNT
 from problems.base import dtype_of, parse_shape
 
@@ -73,6 +74,7 @@ def cmd_env(args) -> int:
 
 
 def cmd_run(args) -> int:
+    from harness.report import style
     from harness.report.terminal import print_summary
     from harness.run.progress import RichProgress
     from harness.run.outdir import OutputBusy
@@ -99,6 +101,8 @@ def cmd_run(args) -> int:
         raise UsageError("--quick picks its own cases: leave out --shape and --case")
     if args.resume and args.ray:
         raise UsageError("--resume goes on with a run on this machine's GPUs; --ray runs start afresh")
+    if args.update:
+        return _update(args)
     custom = custom_cases(args)
     names = tuple(args.case or ())
     if names:
@@ -116,12 +120,12 @@ def cmd_run(args) -> int:
                    case_names=names, quick=args.quick, compile_jobs=args.compile_jobs, jobs=args.jobs,
                    resume=args.resume)
     if args.resume and not args.gpus:       # a --gpus run's lanes are checked once they are known
-        _check_resume(out, opts)
+        resume.check_here(out, opts, list(gpu.gpus()))
     signal.signal(signal.SIGTERM, _interrupt)     # a killed run ends like Ctrl-C: its results written
     if args.ray or args.gpus:
         return _run_spread(args, opts, out)
     if args.html:
-        _warm_up_figures()
+        style.warm_up_in_background()
     run = Run(opts, RichProgress())
     try:
         doc = run.execute()
@@ -137,31 +141,14 @@ def cmd_run(args) -> int:
     return 0
 
 
-def _check_resume(out: Path, opts, lanes: list[str] | None = None) -> None:
-    """--resume: is there a run in `out` to go on with, of this selection, on GPUs like these?"""
-    from harness.measure import gpu
-    from harness.run import resume
-    try:
-        if lanes is None:
-            resume.check(out, list(gpu.gpus()), resume.selection(opts))
-        else:
-            resume.check_lanes(out, lanes, list(gpu.gpus()), resume.selection(opts))
-    except resume.NothingToResume as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _warm_up_figures() -> None:
-    """`ways run --html`: import matplotlib (and build its font cache, on a fresh machine) while the
-    run works, in a thread of this mostly waiting process, so the page follows the run sooner."""
-    import threading
-
-    def warm():
-        try:
-            from harness.report import style
-            style.warm_up()
-        except ImportError:
-            pass            # write_report says what is missing
-    threading.Thread(target=warm, daemon=True).start()
+def _update(args) -> int:
+    """`ways run --update RESULTS` (harness/run/update.py), then its report written again."""
+    from harness.report import pipeline
+    from harness.run import update
+    from harness.run.progress import RichProgress
+    doc, out = update.run(Path(args.update), args.jobs, RichProgress())
+    pipeline.write(doc, out, html=(out / "index.html").exists())
+    return 0
 
 
 def _run_spread(args, opts, out: Path) -> int:
@@ -177,7 +164,7 @@ def _run_spread(args, opts, out: Path) -> int:
     except lanes.LaneError as exc:
         raise UsageError(str(exc)) from None
     if args.resume:
-        _check_resume(out, opts, which)
+        resume.check_here(out, opts, list(gpu.gpus()), which)
     progress = RichProgress()
     try:
         doc = cluster.run(opts, args.ray, progress) if args.ray else lanes.run(opts, which, progress)
@@ -325,6 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "case), first build instead of compile processes; its rows are marked quick")
     run.add_argument("--html", action="store_true",
                      help="then write the report, figures and page into --out, as `ways report --html` would")
+    run.add_argument("--update", metavar="RESULTS", help="run again the rows of RESULTS (a results.json) whose "
+                     "implementation, tool version, problem or timing code changed; merge them in, report again")
     run.add_argument("--resume", action="store_true",
                      help="go on with the interrupted run in --out (give the same selection, and its --gpus): what "
                           "it has not done yet (failed rows again), appended to its results")
@@ -383,7 +372,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (UsageError, NeedsExtra) as exc:
+    except (UsageError, NeedsExtra, resume.NothingToResume, NotUpdatable) as exc:
         print(f"ways: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

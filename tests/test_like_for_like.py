@@ -182,7 +182,8 @@ def test_timer_check_compares_each_rows_headline_figure_with_the_second_timers()
             r["timing"]["adjacent"]["second_timer_ms"] = ref_ms
         return r
     doc = {"references": {"theoretical": {}}, "records": [
-        second(_row("array_api", "torch", 1.60, {"label": "array_api[torch]", "self": True}, sustained_ms=1.80), 1.80),
+        second(_row("array_api", "torch", 1.60, {"label": "array_api[torch]", "self": True}, sustained_ms=1.80),
+               1.80),
         second(_row("triton", "", 1.60, _beside(1.50), sustained_ms=1.92), 1.90, ref_ms=1.80)]}
 
     def memory(backend, dispatch_us, second_ms):

@@ -36,6 +36,19 @@ def warm_up() -> None:
     plt()
 
 
+def warm_up_in_background() -> None:
+    """warm_up() in a thread of a mostly waiting process (`ways run --html` while it runs), so the page
+    follows the run sooner; where matplotlib is missing, writing the report says so."""
+    import threading
+
+    def warm():
+        try:
+            warm_up()
+        except ImportError:
+            pass
+    threading.Thread(target=warm, daemon=True).start()
+
+
 def save(fig, out: Path, name: str) -> list[Path]:
     """`fig` as out/name.png and .svg (no date in the SVG), then closed."""
     paths = [out / f"{name}.png", out / f"{name}.svg"]

@@ -44,7 +44,7 @@ def _rank(record: dict) -> tuple[bool, bool, bool]:
     return record.get("timing") is not None, record["status"] == "ok", record["status"] not in UNSETTLED
 
 
-def _environment(docs: list[dict]) -> dict:
+def environment(docs: list[dict]) -> dict:
     """The first run's environment, with every run's commit and package versions: parts of one
     run may have had different packages importable, or run at different commits."""
     envs = [d.get("environment") or {} for d in docs]
@@ -89,7 +89,7 @@ def merge(docs: list[dict], names: list[str] | None = None) -> dict:
         "run": {"id": f"merged-{digest}", "started": min(r["started"] or "" for r in runs),
                 "argv": ["ways", "report", *names], "kinds": sorted({k for d in docs for k in d["run"]["kinds"]}),
                 "complete": all(r["complete"] for r in runs), "merged_from": runs},
-        "environment": _environment(docs),
+        "environment": environment(docs),
         "environments": {d["run"]["id"]: d["environment"] for d in docs},
         "records": list(kept.values()),
         "crosscheck": crosscheck,

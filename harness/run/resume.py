@@ -82,6 +82,14 @@ def check_lanes(out: Path, lanes: list[str], gpus_here: list[dict], wanted: dict
         raise NothingToResume(f"--resume: the run in {out} is complete; give another --out for a new one")
 
 
+def check_here(out: Path, opts, gpus_here: list[dict], lanes: list[str] | None = None) -> None:
+    """`ways run --resume`: check() of --out for these options, or check_lanes() where it names --gpus lanes."""
+    if lanes is None:
+        check(out, gpus_here, selection(opts))
+    else:
+        check_lanes(out, lanes, gpus_here, selection(opts))
+
+
 def done(out: Path, scratch: Path) -> Done:
     """What the run in `out` has done; its kept test outputs moved into `scratch` for the cross-check."""
     kept = out / KEPT_OUTPUTS

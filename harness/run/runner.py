@@ -18,7 +18,7 @@ import problems
 from harness.measure import env, gpu, loc, roofline, timing
 from harness.measure.phases import Phases, run_profile
 from harness.results import crosscheck, records
-from harness.run import compile_times, resume, supervise
+from harness.run import compile_times, fingerprint, resume, supervise
 from harness.run.outdir import exclusive, set_aside_previous
 from harness.run.plan import (Job, Options, by_implementation, compile_limit, first_build_s, plan, process_limit,
                                shards, slow_builder, time_limit)
@@ -69,7 +69,9 @@ class Run:
             (self.out / "logs").mkdir(exist_ok=True)
             started = time.time()
             writer = records.JsonlWriter(self.out / "results.jsonl", append=self.opts.resume)
-            writer.write({"type": "resumed" if self.opts.resume else "run", "environment": env.collect(), "run": {
+            environment = env.collect()
+            self.versions = environment["versions"]
+            writer.write({"type": "resumed" if self.opts.resume else "run", "environment": environment, "run": {
                 "id": uuid.uuid4().hex[:12], "started": _iso(started), "argv": sys.argv[1:],
                 "kinds": list(self.opts.kinds), "quick": self.opts.quick, "gpu_lane": self.lane,
                 "selection": resume.selection(self.opts),
@@ -222,19 +224,16 @@ class Run:
                 "host": socket.gethostname()}
 
     def _record(self, job: Job, case: Case, **fields) -> dict:
-        rec = records.new_record(job.impl.problem, case, job.impl.backend, job.impl.variant)
-        rec.update(fields)
-        return rec
+        return {**records.new_record(job.impl.problem, case, job.impl.backend, job.impl.variant), **fields}
 
     def _emit(self, writer, rec: dict) -> None:
         if rec.get("loc") is None:
             count = loc.count_implementation(backends.source_path(rec["backend"], rec["problem"]), rec["variant"])
             rec["loc"] = {"total": count.total, "kernel": count.kernel, "host": count.host}
         if rec.get("work") is None:
-            problem = problems.get(rec["problem"])
             case = Case(rec["case"], rec["kind"], rec["dtype"], rec["shape"])
-            nbytes, flops = problem.work(case)
-            rec["work"] = {"bytes": nbytes, "flops": flops}
+            rec["work"] = dict(zip(("bytes", "flops"), problems.get(rec["problem"]).work(case), strict=True))
+        rec["fingerprint"] = fingerprint.of_row(rec, self.versions)
         if self.opts.quick:
             rec["quick"] = True
         if self.lane is not None:
