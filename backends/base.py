@@ -149,6 +149,11 @@ class Backend:
         (`ways run --jobs`) it then needs the GPU alone, as the harness's own timing does."""
         return False
 
+    def workspace_bytes(self, problem: str, case) -> int:
+        """GPU memory a call takes beyond the case's own arrays (a library's temporaries), so that
+        `ways run --jobs` starts no more workers than the GPU holds."""
+        return 0
+
     # -- shared ---------------------------------------------------------------------------
     def bind(self, variant: str) -> Backend:
         """This backend as `name[variant]`."""

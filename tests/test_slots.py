@@ -58,3 +58,32 @@ def test_quick_runs_one_worker_per_implementation_longest_builds_first():
         assert len({p.impl.problem for p in parts}) == len(parts)
     assert sorted((p.impl.label, p.impl.problem) for j in merged for p in (j, *j.also)) == \
         sorted((j.impl.label, j.impl.problem) for j in jobs)
+
+
+def test_workers_start_only_while_the_gpu_holds_what_they_need():
+    """A job starts while the running workers and it need no more than the budget (the first in line
+    that fits goes first); one that fits in no share runs once nothing else does, alone."""
+    need = {"a": 60, "b": 60, "c": 30, "d": 120}
+    jobs = [Job(Impl("array_api", "numpy", p), []) for p in ("a", "b", "c", "d")]
+    slots = Slots(jobs, gpu_slots=4, build_slots=0, need=lambda j: need[j.impl.problem], budget=100)
+    by = {j.impl.problem: j for j in jobs}
+    assert slots.take() == ("fast", by["a"]) and slots.take() == ("fast", by["c"])     # b would make 120
+    assert slots._pick() is None and slots.held == 90
+    slots.done("fast", by["a"])
+    assert slots.take() == ("fast", by["b"]) and slots._pick() is None               # d waits for an idle GPU
+    slots.done("fast", by["b"])
+    slots.done("fast", by["c"])
+    assert slots.held == 0 and slots.take() == ("fast", by["d"])
+
+
+def test_a_jobs_memory_need_comes_from_its_cases_and_its_tool():
+    """array_api's materialised attention holds the float32 S matrix three times over; a fused
+    kernel only the case's arrays (and a compute-bound case's adjacent reference's copy)."""
+    import problems
+    from harness.run.plan import MEMORY_MARGIN, WORKER_BYTES, memory_need
+    case = problems.get("attention").case("4x32x4096x128-full-bfloat16")
+    arrays = problems.get("attention").footprint(case)
+    fused = memory_need(Job(Impl("triton", "", "attention"), [case]))
+    materialised = memory_need(Job(Impl("array_api", "cupy", "attention"), [case]))
+    assert fused == WORKER_BYTES + int(MEMORY_MARGIN * 2 * arrays)
+    assert materialised == WORKER_BYTES + int(MEMORY_MARGIN * (2 * arrays + 3 * 4 * 32 * 4096 * 4096 * 4))

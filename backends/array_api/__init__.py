@@ -17,6 +17,7 @@ import os
 
 import numpy as np
 
+import problems
 from backends import gpus
 from backends.base import (Backend, StreamHandle, TorchArrays, Unavailable, cupy_overwrite, torch_stream,
                            torch_stream_context, torch_to_device, torch_to_host)
@@ -109,6 +110,14 @@ class ArrayAPI(Backend):
                 library = {"numpy": "NumPy", "jax": "JAX", "dask": "Dask"}[self.variant]
                 return f"{library}'s materialised attention on the CPU: tens of seconds a call at this size"
         return None
+
+    def workspace_bytes(self, problem, case):
+        """A library's temporaries: for attention the float32 S matrix three times over (S, its
+        exponent, P), for the others about the case's own arrays again."""
+        if problem == "attention":
+            b, h, n = (case.shape[d] for d in ("B", "H", "S"))
+            return 3 * b * h * n * n * 4
+        return problems.get(problem).footprint(case)
 
     def known_cause(self, problem, case):
         if problem == "scan" and self.storage() == "numpy" and case.dtype == "float32":

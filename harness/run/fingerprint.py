@@ -25,8 +25,9 @@ HASH_CHARS = 16
 
 def digest(paths: list[Path]) -> str:
     h = hashlib.sha256()
-    for p in sorted(paths):
-        h.update(p.relative_to(ROOT).as_posix().encode() + b"\0" + (p.read_bytes() if p.is_file() else b""))
+    for p in sorted(paths):       # a tool's folder may be outside the checkout (WAYS_BACKEND_PATH)
+        name = p.relative_to(ROOT).as_posix() if p.is_relative_to(ROOT) else p.name
+        h.update(name.encode() + b"\0" + (p.read_bytes() if p.is_file() else b""))
     return h.hexdigest()[:HASH_CHARS]
 
 

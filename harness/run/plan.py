@@ -64,6 +64,33 @@ COMPILE_LIMIT_BASE_S, COMPILE_LIMIT_PER_BUILD_S = 120.0, 4.0
 PROCESS_LIMIT_S = 600.0
 
 
+# GPU memory a worker holds beyond its case's arrays (its CUDA context, its tool's libraries and pools:
+# a torch or JAX worker holds about a GiB before its first array), and the margin on the arrays; of the
+# GPU's memory, the share `--jobs` workers may plan to hold at once (the rest: the peaks, fragmentation)
+WORKER_BYTES, MEMORY_MARGIN, MEMORY_SHARE = 2**30, 1.25, 0.9
+
+
+def memory_need(job: Job) -> int:
+    """Bytes of GPU memory the job's worker may hold at once: its largest case's arrays and its tool's
+    temporaries for it (Backend.workspace_bytes), a compute-bound case's adjacent reference's arrays
+    too, with MEMORY_MARGIN, and WORKER_BYTES."""
+    largest = 0
+    for part in (job, *job.also):
+        backend, problem = backends.get(part.impl.backend, part.impl.variant), problems.get(part.impl.problem)
+        copies = 2 if problem.adjacent_reference else 1
+        for c in part.cases:
+            largest = max(largest, copies * problem.footprint(c) + backend.workspace_bytes(problem.name, c))
+    return WORKER_BYTES + int(MEMORY_MARGIN * largest)
+
+
+def memory_budget(lane: str | None = None) -> int | None:
+    """Of the run's GPU (a lane's, or the first), the bytes `--jobs` workers may plan to hold; None
+    where no GPU is seen."""
+    from backends.gpus import gpus
+    found = [g for g in gpus() if lane is None or str(g.get("index")) == str(lane)]
+    return int(MEMORY_SHARE * found[0]["memory_mib"] * 2**20) if found and found[0].get("memory_mib") else None
+
+
 def time_limit(impl: Impl, case: Case, opts: Options) -> float:
     """Seconds of the case's own work before it counts as hung (its waits for the GPU not counted)."""
     if opts.item_timeout is not None:

@@ -20,8 +20,8 @@ from harness.measure.phases import Phases, run_profile
 from harness.results import crosscheck, records
 from harness.run import compile_times, fingerprint, resume, supervise
 from harness.run.outdir import exclusive, set_aside_previous
-from harness.run.plan import (Job, Options, by_implementation, compile_limit, first_build_s, plan, process_limit,
-                               shards, slow_builder, time_limit)
+from harness.run.plan import (Job, Options, by_implementation, compile_limit, first_build_s, memory_budget,
+                               memory_need, plan, process_limit, shards, slow_builder, time_limit)
 from harness.run.progress import NullProgress
 from harness.schedule import cpu_load, gpu_lock, lock_holds
 from harness.schedule.slots import Slots
@@ -254,8 +254,8 @@ class Run:
         jobs = [shard for j in jobs for shard in shards(j)]
         # a slow builder's workers compile for minutes: slots of their own on half the cores (slots.py)
         build_slots = max(1, self.cores // 2) if any(slow_builder(j.impl) for j in jobs) else 0
-        slots = Slots(jobs, self.opts.jobs, build_slots, supervise.stopping,
-                      slow=lambda j: slow_builder(j.impl), build_s=lambda j: first_build_s(j.impl))
+        slots = Slots(jobs, self.opts.jobs, build_slots, supervise.stopping, slow=lambda j: slow_builder(j.impl),
+                      build_s=lambda j: first_build_s(j.impl), need=memory_need, budget=memory_budget(self.lane))
         lock = self._lock_env(scratch)
         for _ in supervise.in_threads(slots.width, self._run_slot, [(slots, writer, scratch, lock)] * slots.count):
             pass
@@ -273,7 +273,7 @@ class Run:
         try:
             self._run_job(job, writer, scratch, lock)
         finally:
-            slots.done(kind)
+            slots.done(kind, job)
 
     def _judge_again(self, jobs: list[Job], again: dict[tuple, str], writer, scratch: Path) -> None:
         """The cases in flight beside a hang (supervise.Watch) or short of the memory others held,
