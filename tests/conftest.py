@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -9,10 +10,13 @@ import pytest
 import backends
 from harness.measure import gpu
 from harness.run import registry
+from harness.run.caches import CACHE_VAR
 from harness.run.plan import Options
 from harness.run.runner import Run
 
 ROOT = Path(__file__).resolve().parent.parent
+# each test process's runs share JIT caches of their own, not the user's (harness/run/caches.py)
+os.environ.setdefault(CACHE_VAR, tempfile.mkdtemp(prefix="ways-test-caches-"))
 BAD_BACKENDS = str(ROOT / "tests" / "fixtures" / "bad_backends")
 HAS_GPU = bool(gpu.gpus())
 needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs an NVIDIA GPU (nvidia-smi lists none)")

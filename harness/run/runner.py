@@ -18,7 +18,7 @@ import problems
 from harness.measure import env, gpu, loc, roofline, timing
 from harness.measure.phases import Phases, run_profile
 from harness.results import crosscheck, records
-from harness.run import compile_times, fingerprint, resume, supervise
+from harness.run import caches, compile_times, fingerprint, resume, supervise
 from harness.run.outdir import exclusive, set_aside_previous
 from harness.run.plan import (Job, Options, by_implementation, compile_limit, first_build_s, memory_budget,
                                memory_need, plan, process_limit, shards, slow_builder, time_limit)
@@ -299,7 +299,7 @@ class Run:
                  rerun: dict[str, dict] | None = None) -> None:
         impl = job.impl
         backend = backends.get(impl.backend, impl.variant)
-        cache = scratch / "cache" / impl.label
+        cache = caches.worker_cache(impl, self.versions)      # kept across runs
         # --quick: the cold mode alone (the sustained one's lead and samples are most of a GEMM's timing)
         modes = {timing.MODES_VAR: "cold"} if self.opts.quick else {}
         environ = supervise.worker_env({**backend.cache_env(str(cache)), **self.lane_env, **modes,
