@@ -1,5 +1,6 @@
 """Timing method pieces that need no GPU: statistics, the host engine, nvbench's JSON, % of peak."""
 import shutil
+import time
 
 import pytest
 
@@ -20,7 +21,7 @@ def test_host_engine_stops_on_its_criterion():
     calls = []
     out = timing.host_engine(lambda: calls.append(1), timing.Criterion(min_samples=10, min_time_s=0.0,
                                                                        timeout_s=0.5))
-    assert out["engine"] == "host-timer" and out["stopped_by"] in ("noise", "timeout")
+    assert out["engine"] == "host-timer" and out["stopped_by"] in ("precision", "timeout")
     assert out["host"]["samples"] >= 5 and len(calls) == out["host"]["samples"] + 1
 
 
@@ -204,3 +205,19 @@ def test_one_warm_up_leads_the_sustained_window_then_the_cold_samples(monkeypatc
     assert order == [("warm-up", timing.WARMUP_S["compute"]), ("sustained", timing.SUSTAINED_S["compute"], 1e-5),
                      ("cold",)]
     assert out["warmup_calls"] == 4 and out["device_ms_sustained"] == 2.0 and out["device_ms_cold"] == 1.0
+
+
+def test_sampling_stops_on_the_medians_precision_whatever_an_outlier_does():
+    """The median's distribution-free 95% interval decides: a few samples far out (a preempted
+    sample) leave it where it is, where they kept the relative standard deviation over 0.5%."""
+    import statistics
+    steady = [1.0 + 0.001 * (k % 5) for k in range(40)]
+    outliers = steady + [3.0, 3.0]
+    assert statistics.stdev(outliers) / statistics.fmean(outliers) > 0.05
+    low, high = timing.median_interval(outliers)
+    assert low <= statistics.median(outliers) <= high and high - low <= 0.005
+    crit = timing.Criterion(min_samples=20, min_time_s=0.0, timeout_s=60.0)
+    assert timing._done(outliers, crit, time.perf_counter()) == "precision"
+    spread = [1.0 + 0.05 * (k % 7) for k in range(40)]                   # a median known to 5% only
+    assert timing._done(spread, crit, time.perf_counter()) is None
+    assert timing._done(steady[:10], crit, time.perf_counter()) is None   # fewer than min_samples

@@ -13,8 +13,8 @@ sustained and cold times agreed within 6% on the H100, L2 reuse included), so a 
 That settling is the warm-up, and the sustained window follows it directly (on_gpu).
 
 Method (both GPU engines): the warm-up and the sustained window first; cold samples each follow an
-L2 flush (a memset of twice the L2 size, outside the timed window); sampling stops once the relative
-standard deviation is under `max_noise` after `min_samples` and `min_time` of accumulated device
+L2 flush (a memset of twice the L2 size, outside the timed window); sampling stops once the median's
+95% interval is within `precision` of it after `min_samples` and `min_time` of accumulated device
 time, or at `timeout` (which one is recorded); samples taken while the SM clock is under
 THROTTLE_FRACTION of its maximum are dropped, and a row whose cold samples ran under LOW_CLOCK_FRACTION
 keeps its figure flagged `low clock` with the clock beside it: the 8192^3 16-bit GEMMs run at the power
@@ -24,6 +24,7 @@ compared like with like and none is left without a figure.
 """
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import time
@@ -31,9 +32,14 @@ from dataclasses import dataclass
 
 from harness.measure.phases import PHASES
 
-MAX_NOISE = 0.005
-MIN_SAMPLES = 10
-MIN_TIME_S = 0.25
+# Sampling stops once the median is known this well: its distribution-free 95% interval (order
+# statistics, so an outlier does not hold it open as it held the relative standard deviation over
+# 0.5% for 49 of 89 gated rows on the H200, which then ran to the timeout) within PRECISION of it on
+# either side, after MIN_SAMPLES and MIN_TIME_S of accumulated device time.
+PRECISION = 0.005
+Z_95 = 1.96
+MIN_SAMPLES = 20
+MIN_TIME_S = 0.05
 # No case needs longer: every row gets its samples within 3 s on the H100 (the 8192^3 GEMMs 570-1,280).
 TIMEOUT_S = 3.0
 # Cold samples under this fraction of the maximum SM clock are dropped (a GPU that slow is idling or
@@ -46,7 +52,7 @@ LOW_CLOCK_FRACTION = 0.75
 
 @dataclass
 class Criterion:
-    max_noise: float = MAX_NOISE
+    precision: float = PRECISION
     min_samples: int = MIN_SAMPLES
     min_time_s: float = MIN_TIME_S
     timeout_s: float = TIMEOUT_S
@@ -63,12 +69,22 @@ def summarize(samples_s: list[float]) -> dict:
             "min_ms": min(samples_s) * 1e3, "noise": noise, "samples": len(samples_s)}
 
 
+def median_interval(samples: list[float]) -> tuple[float, float]:
+    """The distribution-free 95% confidence interval of the samples' median: the order statistics
+    n/2 -+ Z_95 sqrt(n)/2 (the binomial's normal approximation; needs no model of the noise)."""
+    ordered, n = sorted(samples), len(samples)
+    half = Z_95 * math.sqrt(n) / 2
+    return ordered[max(0, math.floor(n / 2 - half))], ordered[min(n - 1, math.ceil(n / 2 + half))]
+
+
 def _done(samples, crit: Criterion, started: float) -> str | None:
     if time.perf_counter() - started > crit.timeout_s:
         return "timeout"
-    if len(samples) >= max(crit.min_samples, 5) and sum(samples) >= crit.min_time_s \
-            and statistics.stdev(samples) / statistics.fmean(samples) < crit.max_noise:
-        return "noise"
+    if len(samples) >= max(crit.min_samples, 5) and sum(samples) >= crit.min_time_s:
+        low, high = median_interval(samples)
+        median = statistics.median(samples)
+        if max(median - low, high - median) <= crit.precision * median:
+            return "precision"
     return None
 
 
