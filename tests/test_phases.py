@@ -37,3 +37,12 @@ def test_run_accounts_for_its_wall_time_by_phase(tmp_path):
         assert phases[name] > 0, name
     assert abs(sum(phases.values()) - run["duration_s"]) < 0.05 * run["duration_s"] + 0.1
     assert "where the time went" in r.stdout
+
+
+def test_the_profile_names_the_next_cut():
+    """The workers' largest phase of their own work, the GPU wait left out (it shrinks as others do)."""
+    from harness.report.terminal import next_cut
+    from harness.schedule.gpu_lock import WAIT_PHASE
+    line = next_cut({WAIT_PHASE: 1989.0, "builds": 424.0, "checks": 329.0})
+    assert line == "next cut: builds, 424 s of the workers' 753 s of their own work"
+    assert next_cut({}) is None

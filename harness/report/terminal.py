@@ -84,9 +84,21 @@ def profile_lines(doc: dict) -> list[str]:
     from harness.measure import timing
     from harness.schedule import cpu_load, lock_holds
     run, spent = doc["run"], timing.cost(doc["records"])
+    cut = next_cut(run.get("worker_phases") or {})
     return ([cpu_load.line(run["cpu_load"])] if run.get("cpu_load") else []) \
         + (lock_holds.lines(run["gpu_lock"]) if run.get("gpu_lock") else []) \
-        + ([cost_line(spent)] if spent else [])
+        + ([cost_line(spent)] if spent else []) + ([cut] if cut else [])
+
+
+def next_cut(worker_phases: dict[str, float]) -> str | None:
+    """The workers' largest phase of their own work (waiting for another's hold of the GPU is not
+    one: it shrinks as the others do), where a run's next saving is to be looked for."""
+    from harness.schedule.gpu_lock import WAIT_PHASE
+    own = {k: v for k, v in worker_phases.items() if k != WAIT_PHASE}
+    if not own:
+        return None
+    name, seconds = max(own.items(), key=lambda kv: kv[1])
+    return f"next cut: {name}, {seconds:.0f} s of the workers' {sum(own.values()):.0f} s of their own work"
 
 
 def cost_line(c: dict) -> str:
