@@ -1,4 +1,5 @@
-"""`ways`: list, env, run, report. Errors a user can cause end here in one line and exit 2."""
+"""`ways`: list, env, run, report, compare, sweep, and the measurements footprint, timer-check and
+compile-table (docs/USAGE.md). Errors a user can cause end here in one line and exit 2."""
 from __future__ import annotations
 
 import argparse

@@ -1,6 +1,7 @@
 """The docs a newcomer reads hold no dead link: every relative link of README.md, docs/ and the
 reports' READMEs points at a file or folder of the checkout."""
 import re
+from pathlib import Path
 
 import pytest
 
@@ -42,3 +43,114 @@ def test_ways_report_reproduces_each_canonical_report(run):
     doc = json.loads((run / "results.json").read_text())
     assert (run / "report.md").read_text() == markdown.markdown(doc) + "\n"
     assert json.loads((run / "manifest.json").read_text()) == json.loads(json.dumps(manifest(doc)))
+
+
+# What the docs say about commands, options, files and modules exists, and every `ways` option is in
+# the usage guide: inline code and code blocks (indented or fenced) are what a reader copies.
+CODE = re.compile(r"`([^`\n]+)`|^(?: {4}|\t)(.+)$", re.M)
+COMMAND = re.compile(r"(?<![\w/-])ways ([a-z][a-z-]*)([^#\n]*)")
+OPTION = re.compile(r"(?<![\w-])(--?[a-zA-Z][\w-]*)")
+TOP_FOLDERS = "harness|backends|problems|tools|tests|docs|reports|requirements|experiments"
+PATH = re.compile(rf"^(?:{TOP_FOLDERS})/[\w./\-\[\]]*$")
+MODULE = re.compile(r"^(?:harness|backends|problems|tools)(?:\.[a-z_]+)+$")
+REFERENCE_DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "tools" / "README.md"]
+
+
+def _subcommands() -> dict[str, set[str]]:
+    import argparse
+
+    from harness.cli import build_parser
+    found = {}
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, parser in action.choices.items():
+                found[name] = [a.option_strings for a in parser._actions if a.option_strings]
+    return found
+
+
+def _code(doc):
+    for m in CODE.finditer(doc.read_text()):
+        yield (m.group(1) or m.group(2)).strip()
+
+
+@pytest.mark.parametrize("doc", REFERENCE_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_documented_commands_and_options_exist(doc):
+    subs = _subcommands()
+    wrong = []
+    for code in _code(doc):
+        for m in COMMAND.finditer(code):
+            sub, rest = m.group(1), m.group(2)
+            if sub not in subs:
+                wrong.append(f"ways {sub}")
+                continue
+            known = {o for opts in subs[sub] for o in opts}
+            wrong += [f"ways {sub} {o}" for o in OPTION.findall(rest) if o not in known and o.upper() != o]
+    assert not wrong, f"{doc.relative_to(ROOT)} names what `ways` does not have: {wrong}"
+
+
+@pytest.mark.parametrize("doc", REFERENCE_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_documented_files_and_modules_exist(doc):
+    missing = []
+    for code in _code(doc):
+        word = code.split()[0].rstrip(",.:;)") if code.split() else ""
+        if PATH.match(word) and "<" not in word and "*" not in word:
+            if not (ROOT / word).exists():
+                missing.append(word)
+        elif MODULE.match(word) and not _names_something(word):
+            missing.append(word)
+    assert not missing, f"{doc.relative_to(ROOT)} names files or modules that do not exist: {missing}"
+
+
+def _names_something(dotted: str) -> bool:
+    """A module or package of the checkout, or a name a module of it defines."""
+    import importlib
+    parts = dotted.split(".")
+    for k in range(len(parts), 0, -1):
+        base = ROOT / Path(*parts[:k])
+        if base.with_suffix(".py").is_file() or (base / "__init__.py").is_file():
+            if k == len(parts):
+                return True
+            obj = importlib.import_module(".".join(parts[:k]))
+            for name in parts[k:]:
+                if not hasattr(obj, name):
+                    return False
+                obj = getattr(obj, name)
+            return True
+    return False
+
+
+def test_every_ways_subcommand_and_option_is_in_the_usage_guide():
+    usage = (ROOT / "docs" / "USAGE.md").read_text()
+    missing = []
+    for sub, options in _subcommands().items():
+        if f"ways {sub}" not in usage:
+            missing.append(f"ways {sub}")
+        missing += [f"ways {sub} {opts[-1]}" for opts in options
+                    if "--help" not in opts and not any(re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", usage)
+                                                        for o in opts)]
+    assert not missing, f"docs/USAGE.md does not document {missing}"
+
+
+def test_tools_readme_lists_what_tools_holds():
+    table = re.findall(r"^\| `([^`]+)` \|", (ROOT / "tools" / "README.md").read_text(), re.M)
+    held = sorted(p.name for p in (ROOT / "tools").iterdir() if p.suffix in (".py", ".sh"))
+    assert sorted(table) == held
+
+
+def test_the_harness_says_what_it_holds_and_how_it_imports():
+    """harness/__init__'s list of subpackages and its import rules are the layout test's; cli.py's
+    docstring names every subcommand; BACKENDS.md's first table has a column per problem."""
+    import harness
+    import harness.cli
+    import problems
+    from tests.test_layout import ALLOWED
+    doc = harness.__doc__
+    assert {p.name for p in (ROOT / "harness").iterdir() if (p / "__init__.py").is_file()} == \
+        set(re.findall(r"^- (\w+)/", doc, re.M))
+    rules = dict(re.findall(r"(\w+) -> ([^;.]+)", " ".join(doc.split())))
+    assert {k: set() if v.startswith("nothing") else set(v.split(", ")) for k, v in rules.items()} == \
+        {k: v - {k} for k, v in ALLOWED.items()}
+    assert all(sub in harness.cli.__doc__ for sub in _subcommands())
+    lines = (ROOT / "docs" / "BACKENDS.md").read_text().splitlines()
+    header = next(line for line in lines if line.startswith("| backend"))
+    assert set(problems.names()) <= {c.strip() for c in header.split("|")}

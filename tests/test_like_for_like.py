@@ -189,7 +189,8 @@ def test_timer_check_compares_each_rows_headline_figure_with_the_second_timers()
     def memory(backend, dispatch_us, second_ms):
         return {"problem": "elementwise", "case": "268435456-float32", "status": "ok", "backend": backend,
                 "variant": "", "work": {"bytes": 3 * 4 * 2**28},
-                "timing": {"device_ms_cold": 0.75, "device_ms_sustained": 0.74, "second_timer": {"median_ms": second_ms},
+                "timing": {"device_ms_cold": 0.75, "device_ms_sustained": 0.74,
+                           "second_timer": {"median_ms": second_ms},
                            "sustained": {"dispatch_us": dispatch_us}}}
     doc["records"] += [memory("triton", 20.0, 0.745), memory("jax_pallas", 600.0, 0.80)]
     roofline.apply(doc)
