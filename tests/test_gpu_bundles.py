@@ -26,25 +26,3 @@ def test_resplit_keeps_the_bundle_and_renumbers_its_parts(tmp_path):
     for k, p in enumerate(parts):
         assert (p / "MANIFEST").read_text() == f"id=abc123\nindex={k}\ntotal=6\n"
         assert (p / "unpack.sh").read_text() == "# unpack\n"
-
-
-def test_gpu_together_runs_a_chain_a_gpu_and_brings_each_back_as_one_file(tmp_path):
-    """tools/gpu_together.sh: each chain runs with its own CUDA_VISIBLE_DEVICES, OUT and WORK, side by
-    side, and comes back as $OUT/gpuN.tgz holding what it wrote and its log."""
-    import tarfile
-    out, here = tmp_path / "out", tmp_path / "together"
-    out.mkdir()
-    chain = 'echo "gpu $CUDA_VISIBLE_DEVICES work $WORK" > $OUT/made.txt; echo done'
-    r = subprocess.run(["bash", "tools/gpu_together.sh", f"0={chain}", f"3={chain}; exit 1"], cwd=ROOT,
-                       capture_output=True, text=True, env={**os.environ, "OUT": str(out), "TOGETHER": str(here)},
-                       timeout=60)
-    assert r.returncode == 0, r.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["gpu0.tgz", "gpu3.tgz"]
-    for gpu in (0, 3):
-        with tarfile.open(out / f"gpu{gpu}.tgz") as tar:
-            names = set(tar.getnames())
-            made = tar.extractfile(f"gpu{gpu}/made.txt").read().decode()
-            log = tar.extractfile(f"gpu{gpu}/log.txt").read().decode()
-        assert {f"gpu{gpu}/made.txt", f"gpu{gpu}/log.txt"} <= names
-        assert made == f"gpu {gpu} work /tmp/ways-steps/gpu{gpu}\n" and log == "done\n"
-    assert "== gpu0:" in r.stdout and "== gpu3:" in r.stdout

@@ -1,0 +1,62 @@
+"""tools/gpu_node.py, the GPU session's steps, without a GPU: each step is documented where the docs
+say, carries its sites, stops its command with SIGINT at its limit (a run writes what it measured),
+and packs its folder as $OUT/STEP.tgz."""
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+
+import pytest
+
+from tests.conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+import gpu_node  # noqa: E402
+
+
+def test_every_step_is_a_documented_function():
+    guide = (ROOT / "docs" / "GPU-NODE.md").read_text()
+    for name, fn in gpu_node.STEPS.items():
+        assert fn.__doc__ and f"`{name}" in guide and f"gpu_node.py {name}" in gpu_node.__doc__
+    assert "`wait STEP`" in guide and "gpu_node.py wait STEP" in gpu_node.__doc__
+
+
+def test_a_dry_run_prints_each_command_with_the_sites(capsys):
+    assert gpu_node.main(["--dry-run", "full", "--", "-b", "triton", "--resume"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.endswith("run --jobs 8 --out /tmp/ways-node/full/run -b triton --resume")
+    assert "WAYS_CUTILE_SITE=/tmp/cutile-site" in line and "PYTHONPATH=/tmp/gpu-site" in line
+    assert gpu_node.main(["--dry-run", "sweep", "cutile:gemm"]) == 0
+    assert "PYTHONPATH=/tmp/cutile-site:/tmp/gpu-site" in capsys.readouterr().out     # cuTile's site first
+    with pytest.raises(SystemExit):
+        gpu_node.main(["update"])                                                   # needs its RESULTS
+
+
+def test_a_step_stops_its_command_at_the_limit_and_packs_its_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(gpu_node, "WORK", tmp_path / "work")
+    monkeypatch.setattr(gpu_node, "STOP_GRACE_S", 5)
+    script = ("import signal, sys, time, pathlib\n"
+              "def stop(*a):\n    pathlib.Path(sys.argv[1]).write_text('kept'); sys.exit(130)\n"
+              "signal.signal(signal.SIGINT, stop)\ntime.sleep(60)\n")
+
+    def slow(step):
+        step.run([sys.executable, "-c", script, str(step.folder / "written-on-sigint.txt")])
+    monkeypatch.setitem(gpu_node.STEPS, "demo", slow)
+    t0 = time.monotonic()
+    assert gpu_node.main(["demo", "--out", str(tmp_path / "out"), "--limit", "1"]) == 0
+    assert time.monotonic() - t0 < 30
+    with tarfile.open(tmp_path / "out" / "demo.tgz") as tar:
+        assert tar.extractfile("demo/written-on-sigint.txt").read() == b"kept"
+    assert signal.SIGINT == 2
+
+
+def test_unpack_takes_every_carried_part_into_its_bundles_site(tmp_path, monkeypatch):
+    part = tmp_path / ".gpu-bundle-cutile" / "0"
+    part.mkdir(parents=True)
+    (part / "unpack.sh").write_text('echo "$GPU_SITE" > "$(dirname "$0")/site.txt"\n')
+    monkeypatch.setattr(gpu_node, "ROOT", tmp_path)
+    monkeypatch.setattr(gpu_node, "WORK", tmp_path / "work")
+    assert gpu_node.main(["unpack", "--out", str(tmp_path / "out")]) == 0
+    assert (part / "site.txt").read_text() == "/tmp/cutile-site\n" and (tmp_path / "out" / "unpack.tgz").is_file()
+    assert subprocess.run(["bash", "-n", str(part / "unpack.sh")]).returncode == 0
