@@ -154,3 +154,18 @@ def test_the_harness_says_what_it_holds_and_how_it_imports():
     lines = (ROOT / "docs" / "BACKENDS.md").read_text().splitlines()
     header = next(line for line in lines if line.startswith("| backend"))
     assert set(problems.names()) <= {c.strip() for c in header.split("|")}
+
+
+REPORTS_MAX_BYTES = 30 * 2**20
+
+
+def test_reports_keep_what_cannot_be_regenerated_under_30_mb():
+    """Results, manifests, READMEs and the canonical runs' PNG figures and slides; SVGs, pages, CSVs and
+    the evidence's figures are `ways report`'s to write on demand (reports/latest*: a local run)."""
+    import subprocess
+    tracked = subprocess.run(["git", "ls-files", "reports"], cwd=ROOT, capture_output=True, text=True)
+    local = [p for p in (ROOT / "reports").rglob("*") if not p.relative_to(ROOT).parts[1].startswith("latest")]
+    kept = [ROOT / f for f in tracked.stdout.split("\n") if f] if tracked.returncode == 0 else local
+    kept = [p for p in kept if p.is_file()]
+    assert sum(p.stat().st_size for p in kept) < REPORTS_MAX_BYTES
+    assert not [p for p in kept if p.suffix == ".svg" or p.name in ("index.html", "summary.csv")]

@@ -381,14 +381,14 @@ def test_slides_a_room_can_read(tmp_path):
     assert re.search(r"run \d{4}-\d\d-\d\d", (slides / "overview.svg").read_text())
 
 
-def test_the_committed_slides_of_the_canonical_run_are_legible():
-    from harness.report.slide_canvas import MIN_GLYPH_PX
+def test_the_committed_slides_of_the_canonical_run_are_all_there_at_1920x1080():
+    """The PNGs kept (their glyph sizes are checked on the slides test_slides_a_room_can_read writes
+    again from the same results: the SVGs are not kept)."""
     committed = sorted((CANONICAL.parent / "slides").glob("*.png"))
     assert {p.stem for p in committed} >= {f"verdict-{p}" for p in problems.names()} | {"overview"}
     assert {p.stem.split("-")[1] for p in committed if p.stem.startswith("code-")} == set(problems.names())
     for png in committed:
         assert png_size(png) == (1920, 1080), png.name
-        assert min(slide_text_px(png.with_suffix(".svg").read_text())) >= MIN_GLYPH_PX - 0.01, png.name
 
 
 def test_slides_of_two_gpus_have_a_verdict_and_an_overview_each(tmp_path):

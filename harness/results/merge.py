@@ -5,6 +5,7 @@ was ok, or came to a verdict at all (a failed or skipped row is one a later part
 a resumed run, ran again)."""
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 from pathlib import Path
@@ -16,14 +17,19 @@ class NotResults(ValueError):
     """The file is missing or is not a ways results document."""
 
 
+def read_text(path: Path) -> str:
+    """A results file's text: results.json, or results.json.gz as evidence keeps them."""
+    return gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+
+
 def load(path: str | Path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise NotResults(f"no results file at {path}")
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(read_text(path))
         doc["records"], doc["run"]["id"]
-    except (json.JSONDecodeError, KeyError, TypeError):
+    except (json.JSONDecodeError, KeyError, TypeError, OSError, UnicodeDecodeError):
         raise NotResults(f"{path} is not a ways results file") from None
     return doc
 

@@ -25,6 +25,7 @@ import problems
 from harness.measure import second_timer
 from harness.measure.roofline import adjacent_speed
 from harness.measure.timing import HOST_BOUND_SHARE
+from harness.results import merge
 from harness.results.records import impl_label
 from harness.run.plan import Options
 from harness.run.runner import Run
@@ -115,7 +116,7 @@ def add_arguments(ap) -> None:
 
 def main(args) -> int:
     if args.results:
-        doc = json.loads(args.results.read_text())
+        doc = merge.load(args.results)
     else:
         os.environ[second_timer.ENABLED_VAR] = "1"           # the workers inherit it
         names = problems.names()
