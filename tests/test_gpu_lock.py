@@ -162,7 +162,7 @@ def _case_data_in_a_process(cache: str) -> bool:
     from pathlib import Path
 
     import problems
-    from harness.run.session import case_data
+    from harness.run.case_store import case_data
     problem = problems.get("segreduce")
     case = problem.case("37x4097-float32")
     calls = []

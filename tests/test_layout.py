@@ -113,3 +113,36 @@ def test_no_session_or_issue_numbers_in_names_code_or_docs():
     found = [(p, m.group(0)) for p in texts if (ROOT / p).is_file()
              for m in numbered.finditer((ROOT / p).read_text(errors="replace"))]
     assert not found, found[:10]
+
+
+def _defined_and_imported(module_path):
+    """The names a module defines at its top level, and those it only imports."""
+    defined, imported = set(), set()
+    for node in ast.parse(module_path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            imported |= {a.asname or a.name.split(".")[0] for a in node.names}
+    return defined, imported - defined
+
+
+def _module_file(module):
+    base = ROOT / module.replace(".", "/")
+    return next((p for p in (base.with_suffix(".py"), base / "__init__.py") if p.is_file()), None)
+
+
+def test_names_are_imported_from_the_module_that_defines_them():
+    """`from harness.x import N` takes N from where it is defined, not from a module that imported it."""
+    passed_on = []
+    for path in [p for package in (*PACKAGES, "tools", "tests") for p in _modules(package)]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                    and node.module.split(".")[0] in PACKAGES and (source := _module_file(node.module))):
+                continue
+            _, only_imported = _defined_and_imported(source)
+            passed_on += [f"{path.relative_to(ROOT)}: {node.module}.{a.name}" for a in node.names
+                          if a.name in only_imported and not _module_file(f"{node.module}.{a.name}")]
+    assert not passed_on, passed_on

@@ -27,7 +27,7 @@ from harness.run.lanes import deal, set_aside, write_merged
 from harness.run.outdir import exclusive
 from harness.run.plan import Job, Options, plan
 from harness.run.runner import Run
-from harness.run.supervise import ROOT as ROOT_DIR
+from harness import ROOT as ROOT_DIR
 
 MAX_RETRIES = 2                  # a task whose worker process or node dies runs again, elsewhere if need be
 WAIT_S = 1.0                     # the driver waits on its tasks this long at a time, so Ctrl-C reaches it
