@@ -45,6 +45,24 @@ def model(device_name: str | bytes) -> str:
     return found.group(1) if found else ""
 
 
+@functools.cache
+def this_gpu() -> str:
+    """The model of the GPU this process computes on (the first that CUDA_VISIBLE_DEVICES leaves),
+    asked of the CUDA driver through cuda.core; '' where there is none."""
+    try:
+        from cuda.core import Device
+        return model(Device().name)
+    except Exception:
+        return ""
+
+
+def tuned(by_gpu: dict, default):
+    """What a committed sweep chose on this process's kind of GPU: each implementation that tunes per
+    kind keeps one table, BY_GPU (GPU model -> value), and asks for its entry here; `default` on any
+    other GPU (docs/ARCHITECTURE.md)."""
+    return by_gpu.get(this_gpu(), default)
+
+
 def _int(text: str) -> int | None:
     try:
         return int(float(text))

@@ -8,7 +8,7 @@ from numba import cuda
 import cuda.coop._experimental as coop
 
 from backends.base import compiling
-from backends.gpus import model
+from backends.gpus import tuned
 
 THREADS = 256
 ITEMS = 8                        # per thread and tile: 32 bytes of float32
@@ -18,7 +18,7 @@ WARP_PER_ROW_UP_TO = 1024        # columns
 LOADS = 1                        # short rows: loads a lane has in flight (tools/knob_sweep.py cuda_coop segreduce)
 # per GPU kind where its sweep differs: on the H200, 8 loads reach 57.5% of the copy on 2^20 rows of 256
 # float32, 1 load 50.3 (reports/evidence/h200-tuning/sweeps/cuda-coop-segreduce.json)
-LOADS_ON_GPU = {"H200": 8}
+BY_GPU = {"H200": 8}
 
 
 def block_per_row(dtype):
@@ -80,7 +80,7 @@ def supports(case, variant=""):
 
 def build(case, inputs, outputs, stream, variant="", loads=None):
     x, y = inputs["x"], outputs["y"]
-    loads = loads or LOADS_ON_GPU.get(model(cuda.get_current_device().name), LOADS)
+    loads = loads or tuned(BY_GPU, LOADS)
     rows, cols = x.shape
     dtype = numba.from_dtype(np.dtype(case.dtype))
     with compiling():          # NVRTC for the primitives, then numba: CPU work, others may time meanwhile

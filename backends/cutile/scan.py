@@ -17,12 +17,12 @@ import cuda.tile as ct
 import torch
 
 from backends.cutile import array_param, compile_on_scratch, cubin, torch_stream
-from backends.gpus import model
+from backends.gpus import tuned
 
 TILE = 4096                      # elements a block sums, then scans
 # per GPU kind where its sweep differs: on the H200, 16384 reaches 43.4% of the copy at 2^28 float32, 4096
 # 39.9 (reports/evidence/h200-tuning/sweeps/cutile-scan.json)
-TILE_ON_GPU = {"H200": 16384}
+BY_GPU = {"H200": 16384}
 ZERO = ct.PaddingMode.ZERO
 WINDOW = 32                      # one pass: predecessors' words read at once, as CUB's warp reads them
 AGGREGATE, PREFIX = 1, 2         # one pass: a tile's published status
@@ -78,7 +78,7 @@ def look_back_scan(x, y, state, TILE: ct.Constant[int]):
 
 def build(case, inputs, outputs, stream, variant="", tile=None, one_pass=False):
     x, y = inputs["x"], outputs["y"]
-    tile = tile or TILE_ON_GPU.get(model(torch.cuda.get_device_name(x.device)), TILE)
+    tile = tile or tuned(BY_GPU, TILE)
     grid = (ct.cdiv(x.shape[0], tile),)
     if one_pass:
         return one_pass_run(x, y, stream, grid, tile)

@@ -5,13 +5,13 @@ import cuda.tile as ct
 import torch
 
 from backends.cutile import array_param, compile_on_scratch, cubin
-from backends.gpus import model
+from backends.gpus import tuned
 
 TILE_ELEMENTS = 4096
 # short rows' tile per GPU kind where its sweep differs: on the H200, 8192 elements reach 99.7% of the copy
 # on 2^20 rows of 256 float32, 4096 89.8 (reports/evidence/h200-tuning/sweeps/cutile-segreduce.json); a long
 # row's tile (TILE_ELEMENTS columns) is at its case's best there
-SHORT_ROWS_TILE_ON_GPU = {"H200": 8192}
+BY_GPU = {"H200": 8192}
 
 
 @ct.kernel(occupancy=4)     # 4 blocks per SM: 108% of torch.sum on 2^20 x 256 (47.6% without)
@@ -34,8 +34,7 @@ def build(case, inputs, outputs, stream, variant="", tile_elements=None):
     x, y = inputs["x"], outputs["y"]
     if tile_elements is None:
         short = x.shape[1] < TILE_ELEMENTS
-        tile_elements = SHORT_ROWS_TILE_ON_GPU.get(model(torch.cuda.get_device_name(x.device)), TILE_ELEMENTS) \
-            if short else TILE_ELEMENTS
+        tile_elements = tuned(BY_GPU, TILE_ELEMENTS) if short else TILE_ELEMENTS
     rows, cols = tile_shape(x.shape[1], tile_elements)
     grid = (ct.cdiv(x.shape[0], rows),)
     compile_on_scratch(stream, grid, row_sum, (x, torch.empty_like(y), rows, cols))

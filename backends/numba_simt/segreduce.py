@@ -4,14 +4,14 @@ reads the row's whole 8-byte words (_common: packed access, 2 or 4 elements a wo
 elements before its first and after its last whole word (rows need not start on a word) one by
 one; a warp per short row reads elements (on the H100 at 1048576x256 float32, 97% of the copy
 against 83% with words: a 256-column row is one pass of a warp, where the word bookkeeping costs), or,
-where a GPU kind's sweep chose it (`VECTORS_ON_GPU`) and a row is whole 16-byte vectors, a lane's
+where a GPU kind's sweep chose it (`BY_GPU`) and a row is whole 16-byte vectors, a lane's
 vectors two at a time (load2: one 16-byte load each), so more bytes are in flight a lane."""
 import numba
 import numpy as np
 from numba import cuda
 
 from backends.base import cuda_simulator
-from backends.gpus import model
+from backends.gpus import tuned
 from backends.numba_simt._common import LOAD, PACK, compile_for, load2, u64, words_of
 
 THREADS = 256
@@ -21,7 +21,7 @@ VECTOR_BYTES = 16               # load2: two uint64 words
 # short rows in 16-byte vectors on these GPU kinds (tools/knob_sweep.py numba_simt segreduce): on the
 # H200, 96.9% of the copy on 2^20 rows of 256 float32 against 70.8 with elements
 # (reports/evidence/h200-tuning/sweeps/numba-simt-segreduce.json)
-VECTORS_ON_GPU = {"H200": True}
+BY_GPU = {"H200": True}
 
 
 def row_kernels(dtype):
@@ -142,8 +142,7 @@ def build(case, inputs, outputs, stream, variant="", vectors=None):
     x, y = inputs["x"], outputs["y"]
     rows, cols = x.shape
     if vectors is None:
-        kind = "" if cuda_simulator() else model(cuda.get_current_device().name)
-        vectors = VECTORS_ON_GPU.get(kind, False)
+        vectors = False if cuda_simulator() else tuned(BY_GPU, False)
     block_per_row, warp_per_row, warp_per_row_vectors = KERNELS[case.dtype]
     per = PACK[case.dtype][0]
     row_bytes = cols * x.dtype.itemsize

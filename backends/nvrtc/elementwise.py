@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 from cuda.core import LaunchConfig, launch
 
-from backends.gpus import model
+from backends.gpus import tuned
 from backends.nvrtc import CXX_TYPE, compile_cubin, device_arch
 
 SOURCE = r"""
@@ -92,7 +92,7 @@ BEST = dict.fromkeys(("float32", "float16", "bfloat16"), Plan("chunks", 128, 1))
 # the H200 with plain loads and stores: 102.8 / 101.6% of the copy (fp32 / fp16) where the evict-first
 # ones give 97.8 / 96.0 (reports/evidence/h200-tuning/sweeps/nvrtc-elementwise.json; bf16 moves fp16's bytes
 # with the same loads and stores, and the sweep ran out of time before it)
-ON_GPU = {"H200": dict.fromkeys(BEST, Plan("chunks", 128, 1, streaming=False))}
+BY_GPU = {"H200": dict.fromkeys(BEST, Plan("chunks", 128, 1, streaming=False))}
 
 
 def kernel_name(case, plan=None):
@@ -102,7 +102,7 @@ def kernel_name(case, plan=None):
 
 def build(case, inputs, outputs, stream, variant="", plan=None):
     from cuda.core import Device
-    plan = plan or ON_GPU.get(model(Device().name), BEST)[case.dtype]
+    plan = plan or tuned(BY_GPU, BEST)[case.dtype]
     x, y, z = inputs["x"], inputs["y"], outputs["z"]
     n = x.shape[0]
     name = kernel_name(case, plan)

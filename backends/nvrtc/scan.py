@@ -21,9 +21,9 @@ in the same kernel it reaches 85.2% of the copy on the H100 at 2^28 float32 wher
 
 Constraints: n >= 1; the words take 8 bytes a tile."""
 import numpy as np
-from cuda.core import Device, LaunchConfig, launch
+from cuda.core import LaunchConfig, launch
 
-from backends.gpus import model
+from backends.gpus import tuned
 from backends.nvrtc import CXX_TYPE, compile_cubin, device_arch
 
 SOURCE = r"""
@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(THREADS) inclusive_scan(const T* __restrict__ 
 THREADS, ITEMS = 128, 24
 # per GPU kind where its sweep differs: on the H200, 128 x 32 reaches 88.6% of the copy at 2^28 float32,
 # CUB's 128 x 24 82.1 (reports/evidence/h200-tuning/sweeps/nvrtc-scan.json): fewer look-backs a byte
-TILE_ON_GPU = {"H200": (128, 32)}
+BY_GPU = {"H200": (128, 32)}
 ZERO_THREADS = 128
 
 
@@ -116,7 +116,7 @@ def kernel_name(case, threads=THREADS, items=ITEMS):
 def build(case, inputs, outputs, stream, variant="", threads=None, items=None):
     import cupy                   # here, not at the top: an export (no GPU) imports this file without CuPy
     x, y = inputs["x"], outputs["y"]
-    tile = TILE_ON_GPU.get(model(Device().name), (THREADS, ITEMS))
+    tile = tuned(BY_GPU, (THREADS, ITEMS))
     threads, items = threads or tile[0], items or tile[1]
     n = x.shape[0]
     tiles = -(-n // (threads * items))

@@ -4,9 +4,9 @@ on a 16-byte boundary are read as 16-byte vectors; the sum is float32 for every 
 rows that all start on one (whole vectors a row) may instead be loaded a lane's share at once
 (CUB's striped direct load of VPL vectors, then summed): build's `at_once`."""
 import numpy as np
-from cuda.core import Device, LaunchConfig, launch
+from cuda.core import LaunchConfig, launch
 
-from backends.gpus import model
+from backends.gpus import tuned
 from backends.nvrtc import CXX_TYPE, compile_cubin, device_arch
 
 SOURCE = r"""
@@ -83,7 +83,7 @@ VECTOR_BYTES = 16
 AT_ONCE = False          # short rows' loads at once: tools/knob_sweep.py nvrtc segreduce
 # per GPU kind where its sweep differs: on the H200 the loads at once reach 100.2% of the copy on 2^20 rows
 # of 256 float32, the strided loop 86.5 (reports/evidence/h200-tuning/sweeps/nvrtc-segreduce.json)
-AT_ONCE_ON_GPU = {"H200": True}
+BY_GPU = {"H200": True}
 
 
 def kernel_name(case, at_once=AT_ONCE, warps=WARPS):
@@ -99,7 +99,7 @@ def kernel_name(case, at_once=AT_ONCE, warps=WARPS):
 def build(case, inputs, outputs, stream, variant="", at_once=None, warps=WARPS):
     x, y = inputs["x"], outputs["y"]
     if at_once is None:
-        at_once = AT_ONCE_ON_GPU.get(model(Device().name), AT_ONCE)
+        at_once = tuned(BY_GPU, AT_ONCE)
     rows, cols = x.shape
     name = kernel_name(case, at_once and x.data.ptr % VECTOR_BYTES == 0, warps)
     kernel = compile_cubin(SOURCE, name, device_arch()).get_kernel(name)

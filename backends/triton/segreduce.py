@@ -1,10 +1,9 @@
 """Per-row sum in Triton: each program sums ROWS rows, walking their columns in BLOCK-wide tiles
 with a float32 accumulator; short rows pack several per program, long rows take one each."""
-import torch
 import triton
 import triton.language as tl
 
-from backends.gpus import model
+from backends.gpus import tuned
 
 
 @triton.jit
@@ -20,13 +19,13 @@ def row_sum(x_ptr, y_ptr, rows, cols, ROWS: tl.constexpr, BLOCK: tl.constexpr):
 IN_FLIGHT, WARPS = 4096, 8     # elements a program has in flight, and its warps when it has them all
 # per GPU kind where its sweep differs: on the H200, 2048 elements in 8 warps reach 99.5% of the copy on
 # 2^20 rows of 256 float32, 4096 in 8 warps 84.1 (reports/evidence/h200-tuning/sweeps/triton-segreduce.json)
-IN_FLIGHT_ON_GPU = {"H200": 2048}
+BY_GPU = {"H200": 2048}
 
 
 def build(case, inputs, outputs, stream, variant="", per_program=None, warps=None):
     x, y = inputs["x"], outputs["y"]
     rows, cols = x.shape
-    in_flight = IN_FLIGHT_ON_GPU.get(model(torch.cuda.get_device_name(x.device)), IN_FLIGHT) if x.is_cuda else IN_FLIGHT
+    in_flight = tuned(BY_GPU, IN_FLIGHT) if x.is_cuda else IN_FLIGHT
     block = min(4096, triton.next_power_of_2(cols))
     per_program = per_program or max(1, min(64, in_flight // block))
     grid = (triton.cdiv(rows, per_program),)

@@ -8,7 +8,7 @@
   thread at a time: fast for float32, not for 16-bit types);
 - "loop": a block sums `rows` short rows one after another, each a single (1 x cols) register
   tile reduced with tile_sum, the next row's load issued before the current row's sum.
-Which plan a case gets is measured, per GPU kind where the kinds differ (BEST, ON_GPU); plans that
+Which plan a case gets is measured, per GPU kind where the kinds differ (BEST, BY_GPU); plans that
 lost (register tiles without prefetch, several rows a tile with tile_sum(axis=1)) are in
 reports/evidence/warp-tiles/README.md."""
 import functools
@@ -17,7 +17,7 @@ from typing import NamedTuple
 import warp as wp
 
 from backends.base import compiling
-from backends.gpus import model
+from backends.gpus import tuned
 from backends.warp_tiles import warp_dtype
 from problems.base import DTYPES
 
@@ -39,7 +39,7 @@ BEST = {("long", 4): Plan("prefetch", 1, 4096, 256), ("long", 2): Plan("shared",
 # where one GPU kind's sweep puts another plan more than 2 points above BEST's: the H200 (% of the copy,
 # reports/evidence/h200-tuning/sweeps/warp-segreduce.json): fp32 long rows 90.6 (BEST's 88.0), 16-bit
 # long rows 87.2 (83.7), short rows 92.7 (89.9)
-ON_GPU = {"H200": {("long", 4): Plan("prefetch", 1, 1024, 512), ("long", 2): Plan("shared", 1, 1024, 32),
+BY_GPU = {"H200": {("long", 4): Plan("prefetch", 1, 1024, 512), ("long", 2): Plan("shared", 1, 1024, 32),
                    "short": Plan("loop", 16, LONG, 32)}}
 
 
@@ -105,8 +105,8 @@ def kernels(case, plan=None):
     return [(kernel, p.block_dim)]
 
 
-def _shape(case, plan, gpu=""):
-    cols, best = case.shape["cols"], ON_GPU.get(gpu, BEST)
+def _shape(case, plan, on_gpu=False):
+    cols, best = case.shape["cols"], tuned(BY_GPU, BEST) if on_gpu else BEST
     p = plan or (best["long", DTYPES[case.dtype].itemsize] if cols >= LONG else best["short"])
     covering = 1 << max(cols - 1, 0).bit_length()
     if p.kind == "loop" and covering > p.cols:
@@ -116,7 +116,7 @@ def _shape(case, plan, gpu=""):
 
 def build(case, inputs, outputs, stream, variant="", plan=None):
     x, y = inputs["x"], outputs["y"]
-    p, _ = _shape(case, plan, model(x.device.name))
+    p, _ = _shape(case, plan, x.device.is_cuda)
     [(kernel, _)] = kernels(case, p)
     with compiling():          # compile now (CPU work), not in launch_tiled holding the GPU nor at the first call
         wp.load_module(kernel.module, device=x.device, block_dim=p.block_dim)
