@@ -64,5 +64,6 @@ def test_a_variant_with_a_module_of_its_own_counts_that_module():
     own = path.parent / "_gemm_cutlass.py"
     assert path.parent / "_mma_sync_gemm.py" in private_imports(path)      # `from backends.nvrtc import _x`
     assert count_implementation(path, "cutlass").total == count_file(own).total
-    helper = count_file(path.parent / "_mma_sync_gemm.py")
-    assert count_implementation(path).total == count_file(path).total + helper.total
+    helper, ptx = count_file(path.parent / "_mma_sync_gemm.py"), count_file(path.parent / "_ptx.py")
+    assert private_imports(path)[-1] == path.parent / "_ptx.py"                  # a helper's own helper, once
+    assert count_implementation(path).total == count_file(path).total + helper.total + ptx.total

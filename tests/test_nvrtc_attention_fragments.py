@@ -23,9 +23,13 @@ G, T4 = LANE // 4, LANE % 4
 
 
 def module_constant(name: str):
+    """A constant of the kernel's module, read from its source (the module imports cuda.core): a
+    literal, or the kernel's source text joined with the PTX helpers it includes (backends/nvrtc/_ptx.py)."""
+    from backends.nvrtc._ptx import MMA_SYNC
     tree = ast.parse((ROOT / "backends/nvrtc/attention.py").read_text())
-    return ast.literal_eval(next(node.value for node in tree.body if isinstance(node, ast.Assign)
-                                 and getattr(node.targets[0], "id", "") == name))
+    node = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                and getattr(node.targets[0], "id", "") == name)
+    return eval(compile(ast.Expression(node), "attention.py", "eval"), {"MMA_SYNC": MMA_SYNC})
 
 
 SRC = module_constant("SOURCE")

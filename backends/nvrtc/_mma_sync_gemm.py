@@ -8,6 +8,7 @@ import numpy as np
 from cuda.core import LaunchConfig, launch
 
 from backends.nvrtc import CXX_TYPE, allow_shared_memory, compile_cubin, device_arch
+from backends.nvrtc._ptx import MMA_SYNC
 
 SOURCE = r"""
 #include <cuda_bf16.h>
@@ -16,28 +17,7 @@ SOURCE = r"""
 constexpr int BM = 128, BN = 256, BK = 64, WM = 64, WN = 64, STAGES = 3, GROUP_M = 8;
 constexpr int THREADS = (BM / WM) * (BN / WN) * 32, CHUNKS = BK / 8;   // 16-byte chunks per row of A
 
-__device__ inline void mma(float* d, const unsigned* a, const unsigned* b, __half) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-__device__ inline void mma(float* d, const unsigned* a, const unsigned* b, __nv_bfloat16) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-__device__ inline unsigned smem_addr(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
-__device__ inline void ldmatrix_x4(unsigned* r, const void* p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
-}
-__device__ inline void ldmatrix_x4_trans(unsigned* r, const void* p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
-}
-
+""" + MMA_SYNC + r"""
 // One 16-byte chunk (8 elements) from global to shared memory, zeros beyond the matrix. Aligned
 // rows go through cp.async (src-size 0 fills zeros); the others element by element.
 template <typename T, bool ALIGNED>

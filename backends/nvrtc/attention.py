@@ -21,6 +21,7 @@ import numpy as np
 from cuda.core import LaunchConfig, launch
 
 from backends.nvrtc import CXX_TYPE, allow_shared_memory, compile_cubin, device_arch
+from backends.nvrtc._ptx import MMA_SYNC
 
 SOURCE = r"""
 #include <cuda_bf16.h>
@@ -28,28 +29,7 @@ SOURCE = r"""
 
 namespace attn {
 
-__device__ inline void mma(float* d, const unsigned* a, const unsigned* b, __half) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-__device__ inline void mma(float* d, const unsigned* a, const unsigned* b, __nv_bfloat16) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-__device__ inline unsigned smem_addr(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
-__device__ inline void ldmatrix_x4(unsigned* r, const void* p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
-}
-__device__ inline void ldmatrix_x4_trans(unsigned* r, const void* p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
-}
-__device__ inline float neg_inf() { return __int_as_float(0xff800000u); }
+""" + MMA_SYNC + r"""__device__ inline float neg_inf() { return __int_as_float(0xff800000u); }
 constexpr float RESCALE = 8.0f;     // log2 of how far P may pass 1 before a row's maximum moves
 // 2^x by the special-function unit alone (MUFU.EX2; FlashAttention's exp2f under fast math): exp2(-inf)
 // = 0, and results under 2^-126 flush to 0, each far less than P's own rounding to 16 bits loses

@@ -4,7 +4,7 @@ A line is a logical line (one statement, however many physical lines it wraps ov
 blank lines and docstrings do not count. A multi-line string literal (a C++ kernel source) counts
 each non-blank line it spans. Kernel lines are those inside functions whose decorator marks a
 device kernel (`@*.kernel`, `@*.func`, `@cuda.jit`, `@triton.jit`) and module-level multi-line
-string constants (kernel sources); everything else is host code.
+string constants, or such constants joined with `+` (kernel sources); everything else is host code.
 """
 from __future__ import annotations
 
@@ -49,18 +49,19 @@ def count_implementation(path: str | Path, variant: str = "") -> Loc:
     return total
 
 
-def private_imports(path: Path) -> list[Path]:
-    """Backend-private modules imported at the top of `path`: `from backends.x._name import ...` or
-    `from backends.x import _name`."""
-    found = []
+def private_imports(path: Path, found: list[Path] | None = None) -> list[Path]:
+    """Backend-private modules imported at the top of `path`, and those they import in turn, each
+    once: `from backends.x._name import ...` or `from backends.x import _name`."""
+    found = [] if found is None else found
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.ImportFrom) and node.module:
             last = node.module.rsplit(".", 1)[-1]
             names = [last] if last.startswith("_") else [a.name for a in node.names if a.name.startswith("_")]
             for name in names:
                 candidate = path.parent / f"{name}.py"
-                if candidate.is_file() and candidate not in found:
+                if candidate.is_file() and candidate not in found and candidate != path:
                     found.append(candidate)
+                    private_imports(candidate, found)
     return found
 
 
@@ -125,7 +126,18 @@ def _kernel_spans(tree: ast.Module) -> list[tuple[int, int]]:
                 any(_is_kernel_decorator(d) for d in node.decorator_list):
             spans.append((min(d.lineno for d in node.decorator_list), node.end_lineno))
     for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) \
-                and isinstance(node.value.value, str) and node.end_lineno > node.lineno:
+        if isinstance(node, ast.Assign) and _source_text(node.value) and node.end_lineno > node.lineno:
             spans.append((node.lineno, node.end_lineno))
     return spans
+
+
+def _source_text(node: ast.AST) -> bool:
+    """A string literal, or string literals joined with `+` to named parts (a kernel source that
+    includes a helper module's source text)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        parts = [node.left, node.right]
+        return all(_source_text(x) or isinstance(x, ast.Name) for x in parts) and \
+            any(_source_text(x) for x in parts)
+    return False
