@@ -1,6 +1,6 @@
 """nvrtc[cutlass]'s host side without a GPU: the TMA descriptors' encode arguments are typed as
-cuda.bindings takes them (plain ints in its lists raise TypeError before the driver is reached; the
-H100 run of 2026-11-25 failed there), the encoded descriptor's bytes read back, and the nvcc
+cuda.bindings takes them (plain ints in its lists raise TypeError before the driver is reached), the
+encoded descriptor's bytes read back, and the nvcc
 column's program is the NVRTC one plus CUTLASS's host adapter, configured without commas on nvcc's
 command line (nvcc splits -D values at commas)."""
 from pathlib import Path

@@ -117,7 +117,7 @@ def warm_up(run, sync, seconds: float) -> tuple[int, float]:
 def host_call_costs(run, sync, budget_s: float = 0.05, max_calls: int = 200) -> dict:
     """Wall time of a synchronized call (what a Python caller waits for) and of the dispatch alone
     (run() returning, work still queued): the launch overhead a tool adds. Medians of at least 5
-    calls, as many as `budget_s` allows (0.15 s took 19 s of a full run's GPU time)."""
+    calls, as many as `budget_s` allows: a few percent of a row's timing, not seconds."""
     sync()
     calls, launches = [], []
     started = time.perf_counter()
