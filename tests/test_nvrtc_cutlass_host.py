@@ -1,8 +1,7 @@
 """nvrtc[cutlass]'s host side without a GPU: the TMA descriptors' encode arguments are typed as
 cuda.bindings takes them (plain ints in its lists raise TypeError before the driver is reached), the
-encoded descriptor's bytes read back, and the nvcc
-column's program is the NVRTC one plus CUTLASS's host adapter, configured without commas on nvcc's
-command line (nvcc splits -D values at commas)."""
+encoded descriptor's bytes read back, and the nvcc column's program is the NVRTC one plus CUTLASS's
+host adapter, configured without commas on nvcc's command line (nvcc splits -D values at commas)."""
 from pathlib import Path
 
 import pytest
