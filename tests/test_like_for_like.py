@@ -214,3 +214,10 @@ def test_the_probe_that_sizes_the_window_waits_behind_the_gate_too(sim_clock):
     row = timing.sustained(Device(sim), sim.run, call_s=4.5e-4, seconds=0.05, dispatch_s=2e-4, hold=sim.hold)
     assert row["host_bound"] and row["host_hidden"] == "gate"
     assert row["median_ms"] == pytest.approx(0.25, rel=1e-6)
+
+
+def test_the_report_says_where_a_sustained_window_was_held_or_showed_the_host():
+    from harness.report.markdown import held_note
+    assert held_note({"sustained": {"host_hidden": "gate", "exposed": False}}) == " (held)"
+    assert held_note({"sustained": {"host_hidden": None, "exposed": True}}) == " (host)"
+    assert held_note({"sustained": {"host_bound": False}}) == "" and held_note({}) == ""

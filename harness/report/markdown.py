@@ -154,6 +154,13 @@ def headline(doc: dict) -> list[str]:
     return lines + [""] if len(lines) > 5 else []
 
 
+def held_note(t: dict) -> str:
+    """" (held)" where the sustained window of a host-bound tool waited behind a GPU-side gate while its
+    calls were queued (the host hidden), " (host)" where the gate ended first (the host showed)."""
+    sus = t.get("sustained") or {}
+    return " (held)" if sus.get("host_hidden") == "gate" else " (host)" if sus.get("exposed") else ""
+
+
 def reference_cell(t: dict) -> str:
     """What a row's cold % was computed from: the reference's label and time (in the row's own state
     where it was timed beside the row: "cuBLAS 1.37, beside it")."""
@@ -227,7 +234,7 @@ def markdown(doc: dict) -> str:
                 iqr = (f" ({fmt(cold.get('q1_ms'), '.4g')}–{fmt(cold.get('q3_ms'), '.4g')})"
                        if cold.get("q1_ms") else "")
                 lines.append(f"| {r['case']} | {impl_label(r)} | {fmt(t.get('device_ms_cold'), '.4g')}{iqr} | "
-                             f"{fmt(t.get('device_ms_sustained'), '.4g')} | {clock_pair(t)} | "
+                             f"{fmt(t.get('device_ms_sustained'), '.4g')}{held_note(t)} | {clock_pair(t)} | "
                              f"{fmt(t.get('host_ms'), '.4g')} | {fmt(t.get('launch_us'), '.3g')} | "
                              f"{fmt(t.get('achieved'), '.4g')} {t.get('unit') or ''} | "
                              f"{pct_pair(t)} | {reference_cell(t)} | {fmt(t.get('pct_of_theoretical'), '.1f')} | "
