@@ -1,0 +1,32 @@
+"""torch.compile ("no kernel"): the torch expressions of array_api[torch], compiled by Inductor into
+Triton kernels (its fused elementwise and reductions, its scan for cumsum; cuBLAS where it keeps a
+matmul as an extern call). Variant `max_autotune` (GEMM): `mode="max-autotune"`, Inductor's Triton GEMM
+templates timed against cuBLAS in build(). Each build compiles on the case's own arrays at its first
+call (dynamic=False: one graph a shape, as a model's fixed shapes get); Inductor's caches are the
+worker's (TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR), so a warm process reuses them."""
+from backends.base import Backend, TorchArrays, TorchStream, Unavailable
+
+
+class TorchCompile(TorchArrays, TorchStream, Backend):
+    family = "no kernel"
+    variants = ("", "max_autotune")
+    variant_problems = {"max_autotune": ("gemm",)}   # noqa: RUF012
+    extra = "torch"
+    distributions = ("torch", "triton")
+
+    def modules(self):
+        return ("torch", "triton")
+
+    def load(self):
+        import torch
+        if not torch.cuda.is_available():
+            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
+
+    def build_times_kernels(self, problem):
+        return self.variant == "max_autotune"      # Inductor times its GEMM templates in the first call
+
+    def first_build_s(self, problem):
+        return 60.0 if self.variant == "max_autotune" else 15.0
+
+
+BACKEND = TorchCompile()
