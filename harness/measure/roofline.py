@@ -137,13 +137,14 @@ def apply(doc: dict, borrowed: dict[str, dict[tuple, tuple[float, str]]] | None 
         t["unconfirmed"] = unconfirmed(t) if problem.roofline == "compute" else None
 
 
-def adjacent_speed(r: dict) -> float | None:
-    """A timed row's speed relative to the reference timed beside it (1 for the reference's own row)."""
+def adjacent_speed(r: dict, own_ms=lambda t: t.get("device_ms_cold"), reference_key: str = "ms") -> float | None:
+    """A timed row's speed relative to the reference timed beside it (1 for the reference's own row):
+    by the lab's cold figures, or (`own_ms`, `reference_key`) another timer's of both."""
     t = r.get("timing") or {}
-    adj, ms = t.get("adjacent") or {}, t.get("device_ms_cold")
+    adj, ms = t.get("adjacent") or {}, own_ms(t)
     if r["status"] != "ok" or not ms or not adj:
         return None
-    return 1.0 if adj.get("self") else (adj["ms"] / ms if adj.get("ms") else None)
+    return 1.0 if adj.get("self") else (adj[reference_key] / ms if adj.get(reference_key) else None)
 
 
 def adjacent_ceiling(r: dict, doc: dict) -> tuple[float, str, dict] | None:

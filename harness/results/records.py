@@ -139,10 +139,15 @@ def flag(r: dict) -> str:
     if r["status"] != "ok":
         return f"{r['status']} ({r['cause']})" if r.get("cause") else r["status"]
     t = r.get("timing") or {}
-    exposed = (t.get("cold") or {}).get("host_exposed") or (t.get("sustained") or {}).get("exposed")
     return "suspect" if t.get("suspect") else "clock off" if t.get("clock_off") else \
         "unconfirmed" if t.get("unconfirmed") else "low clock" if t.get("low_clock") else \
-        "host exposed" if exposed else ""
+        "host exposed" if host_exposed(t) else ""
+
+
+def host_exposed(t: dict) -> bool:
+    """Whether a row's tool's host showed through a timing mode: most cold samples started after the
+    gate, or its sustained calls were still being queued when the gate ended."""
+    return bool((t.get("cold") or {}).get("host_exposed") or (t.get("sustained") or {}).get("exposed"))
 
 
 def loud(flag_text: str) -> str:

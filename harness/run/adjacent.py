@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import statistics
 
-import problems
 from harness.measure import second_timer
 from harness.measure.timing import Criterion
 from harness.run import registry
@@ -102,10 +101,11 @@ def summary(label: str, before: dict, after: dict, second_before: dict | None = 
     """The reference's two figures and their mean, as a row's timing keeps them."""
     ms = [x["median_ms"] for x in (before, after) if x.get("median_ms")]
     mhz = [x["sm_clock_mhz"] for x in (before, after) if x.get("sm_clock_mhz")]
+    watts = [x["power_w"] for x in (before, after) if x.get("power_w")]
     out = {"label": label, "before_ms": before.get("median_ms"), "after_ms": after.get("median_ms"),
            "ms": statistics.fmean(ms) if len(ms) == 2 else None,
            "sm_clock_mhz": statistics.fmean(mhz) if mhz else None,
-           "power_w": statistics.fmean([x["power_w"] for x in (before, after) if x.get("power_w")] or [0]) or None}
+           "power_w": statistics.fmean(watts) if watts else None}
     if second_before and second_after:
         out["second_timer_ms"] = statistics.fmean([second_before["median_ms"], second_after["median_ms"]])
     return out

@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 from pathlib import Path
 
@@ -24,8 +25,14 @@ HASH_CHARS = 16
 
 
 def digest(paths: list[Path]) -> str:
+    return _digest(tuple(sorted(paths)))
+
+
+@functools.cache
+def _digest(paths: tuple[Path, ...]) -> str:
+    """Read once a process: every record of a run hashes the same files (the lab's for each of them)."""
     h = hashlib.sha256()
-    for p in sorted(paths):       # a tool's folder may be outside the checkout (WAYS_BACKEND_PATH)
+    for p in paths:       # a tool's folder may be outside the checkout (WAYS_BACKEND_PATH)
         name = p.relative_to(ROOT).as_posix() if p.is_relative_to(ROOT) else p.name
         h.update(name.encode() + b"\0" + (p.read_bytes() if p.is_file() else b""))
     return h.hexdigest()[:HASH_CHARS]

@@ -26,7 +26,7 @@ from harness.measure import second_timer
 from harness.measure.roofline import adjacent_speed
 from harness.measure.timing import HOST_BOUND_SHARE
 from harness.results import merge
-from harness.results.records import impl_label
+from harness.results.records import host_exposed, impl_label
 from harness.run.plan import Options
 from harness.run.runner import Run
 
@@ -34,12 +34,8 @@ TOLERANCE = 0.02
 
 
 def second_speed(r: dict) -> float | None:
-    """As roofline.adjacent_speed, by the second timer: the row's speed against its reference's."""
-    t = r.get("timing") or {}
-    adj, own = t.get("adjacent") or {}, (t.get("second_timer") or {}).get("median_ms")
-    if r["status"] != "ok" or not own or not adj:
-        return None
-    return 1.0 if adj.get("self") else (adj["second_timer_ms"] / own if adj.get("second_timer_ms") else None)
+    """roofline.adjacent_speed by the second timer: the row's speed against its reference's."""
+    return adjacent_speed(r, lambda t: (t.get("second_timer") or {}).get("median_ms"), "second_timer_ms")
 
 
 def host_bound(t: dict) -> bool:
@@ -47,8 +43,7 @@ def host_bound(t: dict) -> bool:
     host through a timing mode (records.flag's "host exposed"): back to back with the device
     synchronized around each batch, the second timer then times its host."""
     sus = t.get("sustained") or {}
-    exposed = (t.get("cold") or {}).get("host_exposed") or sus.get("exposed")
-    return bool(exposed or (sus.get("dispatch_us") and t.get("device_ms_sustained")
+    return bool(host_exposed(t) or (sus.get("dispatch_us") and t.get("device_ms_sustained")
                             and sus["dispatch_us"] / 1e3 >= HOST_BOUND_SHARE * t["device_ms_sustained"]))
 
 
