@@ -27,6 +27,9 @@ def test_a_dry_run_prints_each_command_with_the_sites(capsys):
     line = capsys.readouterr().out.strip()
     assert line.endswith("run --jobs 8 --out /tmp/ways-node/full/run -b triton --resume")
     assert "WAYS_CUTILE_SITE=/tmp/cutile-site" in line and "PYTHONPATH=/tmp/gpu-site" in line
+    assert "WAYS_SECOND_TIMER=headline" in line                    # the full run checks its headline rows
+    assert gpu_node.main(["--dry-run", "--name", "again", "full"]) == 0
+    assert "--out /tmp/ways-node/again/run" in capsys.readouterr().out
     assert gpu_node.main(["--dry-run", "sweep", "cutile:gemm"]) == 0
     assert "PYTHONPATH=/tmp/cutile-site:/tmp/gpu-site" in capsys.readouterr().out     # cuTile's site first
     with pytest.raises(SystemExit):

@@ -173,6 +173,18 @@ def test_the_second_timer_times_host_synchronized_batches():
     assert out["calls_per_batch"] >= 3 and len(synced) == 2 + 2 * 3
 
 
+def test_a_full_run_times_its_headline_rows_by_the_second_timer_too(monkeypatch):
+    import problems
+    gemm = problems.get("gemm")
+    headline, other = gemm.headline_case(), next(c for c in gemm.cases() if c.name != gemm.headline_case().name)
+    monkeypatch.setenv(second_timer.ENABLED_VAR, second_timer.HEADLINE)
+    assert second_timer.wanted(gemm, headline) and not second_timer.wanted(gemm, other)
+    monkeypatch.setenv(second_timer.ENABLED_VAR, "1")
+    assert second_timer.wanted(gemm, other)
+    monkeypatch.delenv(second_timer.ENABLED_VAR)
+    assert not second_timer.wanted(gemm, headline)
+
+
 def test_timer_check_compares_each_rows_headline_figure_with_the_second_timers():
     """Same mode: the lab's sustained figures (rate, or % of the reference beside the row) against the
     second timer's; the cold headline beside them; a host-bound row shown, not checked."""

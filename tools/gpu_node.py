@@ -12,6 +12,8 @@ checkout's root on the node; what a call brings back goes under $OUT:
     python tools/gpu_node.py examples NAME                a tool's own published example (upstream)
     python tools/gpu_node.py wait STEP                    a step started with --detach, once it ends
 
+`--name NAME` names a step's folder and pack (STEP by default), for a second run of one step.
+
 Works as follows:
 1. Every step runs with the sites of SITES on its path (the lab's bundle first; cuTile's and
    TileLang's for their workers only, through WAYS_CUTILE_SITE and WAYS_TILELANG_SITE).
@@ -36,6 +38,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from harness.measure import second_timer  # noqa: E402  (the checkout's, before any installed copy)
+
 SITES = {"lab": "/tmp/gpu-site", "mini": "/tmp/gpu-site", "cutile": "/tmp/cutile-site",
          "tilelang": "/tmp/tilelang-site", "ray": "/tmp/ray-site"}
 WORK = Path(os.environ.get("WAYS_NODE_WORK", "/tmp/ways-node"))
@@ -136,9 +141,11 @@ def demo(step: Step) -> None:
 
 
 def full(step: Step) -> None:
-    """The full default run, eight implementations at a time (ARGS: more `ways run` options, e.g.
-    --resume to go on with the run an earlier call left while the node stayed warm)."""
-    step.run([*WAYS, "run", "--jobs", "8", "--out", str(step.folder / "run"), *step.args.rest])
+    """The full default run, eight implementations at a time, its headline rows timed by the second
+    timer too (`ways timer-check --from` compares them); ARGS: more `ways run` options, e.g. --resume
+    to go on with the run an earlier call left while the node stayed warm."""
+    step.run([*WAYS, "run", "--jobs", "8", "--out", str(step.folder / "run"), *step.args.rest],
+             {**environment(), second_timer.ENABLED_VAR: second_timer.HEADLINE})
 
 
 def lanes(step: Step) -> None:
@@ -214,6 +221,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("target", nargs="?", help="RESULTS (update), TOOL:PROBLEM (sweep), NAME (examples), STEP (wait)")
     ap.add_argument("--out", default=os.environ.get("OUT", "out"), help="where the packs go (default $OUT)")
     ap.add_argument("--limit", type=float, default=LIMIT_S, help=f"seconds before SIGINT (default {LIMIT_S})")
+    ap.add_argument("--name", help="the step's folder and pack (default: the step's name), e.g. a second full run")
     ap.add_argument("--detach", action="store_true", help="run on after the call; `wait STEP` brings it back")
     ap.add_argument("--dry-run", action="store_true", help="print the commands and environment, run nothing")
     return ap
@@ -229,9 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.step == "wait":
         return wait(args)
     if args.detach and not args.dry_run:
-        return detach(argv, args.step)
+        return detach(argv, args.name or args.step)
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    with Step(args.step, args) as step:
+    with Step(args.name or args.step, args) as step:
         STEPS[args.step](step)
     return 0
 

@@ -11,6 +11,7 @@ class TorchCompile(TorchArrays, TorchStream, Backend):
     family = "no kernel"
     variants = ("", "max_autotune")
     variant_problems = {"max_autotune": ("gemm",)}   # noqa: RUF012
+    opt_in_variants = ("max_autotune",)   # its search of GEMM templates holds the GPU for each shape
     extra = "torch"
     distributions = ("torch", "triton")
 

@@ -56,8 +56,13 @@ def collect() -> dict:
     return {"python": sys.version.split()[0], "platform": platform.platform(),
             "machine": platform.machine(), "cpu_count": _cpu_count(),
             "cpus_usable": usable_cores(),
-            "git_commit": git_commit(),
+            "git_commit": git_commit(), "settings": settings(),
             "gpus": list(gpu.gpus()), "versions": versions(), "device": None}
+
+
+def settings() -> dict[str, str]:
+    """The lab's own environment variables this run was started with (timing modes, engines, sites)."""
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith("WAYS_")}
 
 
 def usable_core_ids() -> list[int]:

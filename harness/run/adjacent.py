@@ -79,7 +79,7 @@ class Adjacent:
             return itself
         label, s, run = ref
 
-        second = second_timer.wanted()
+        second = second_timer.wanted(problem, case)
 
         def timed(engine_run):
             with s.backend.stream_context(s.stream):

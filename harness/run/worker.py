@@ -118,7 +118,7 @@ class Worker:
                 else measure(timed)
             if "host_ms" not in timing:
                 timing.update(timing_mod.host_call_costs(timed, s.device.sync))
-            if s.device.kind == "cuda" and second_timer.wanted() and "second_timer" not in timing:
+            if s.device.kind == "cuda" and second_timer.wanted(problem, case) and "second_timer" not in timing:
                 timing["second_timer"] = second_timer.host_batches(timed, s.device.sync)
         s.device.sync()
         rec["timing"] = timing
