@@ -88,3 +88,33 @@ def test_elementwise_is_judged_against_its_own_pattern():
     t = doc["records"][0]["timing"]
     assert t["peak_basis"].startswith("two-read one-write stream") and t["pct_of_peak"] == pytest.approx(100 * 4.1 / 4.2)
     assert t["reference"]["label"] == "triad" and t["clock_off"] is None
+
+
+def test_a_lead_still_settling_from_the_sustained_window_is_dropped():
+    """A cold loop whose clock still recovers: 40 samples from 2.01 ms down to 1.85 (an H200's tilelang
+    attention after the sustained window), then the settled 1.85; the figure is the settled one."""
+    ramp = [(2.01 - 0.16 * k / 40, False) for k in range(40)]
+    fast = [(1.85 + 0.001 * (k % 3), False) for k in range(80)]
+    e = engine(ramp + fast)
+    e.crit = Criterion(min_samples=20, min_time_s=0.0, timeout_s=5.0)
+    cold = e.cold(lambda: None)
+    assert cold["stopped_by"] == "precision" and cold["median_ms"] == pytest.approx(1.85, abs=0.005)
+    assert cold["settling_dropped"] >= 20
+
+
+def test_the_lead_runs_gated_untimed_samples_for_its_seconds():
+    e = engine([(1.0, False)])
+    calls, held = [], []
+    e.flush = type("Flush", (), {"fill": lambda self, v, stream: None})()
+    e.stream = type("Stream", (), {"sync": lambda self: None})()
+    e.hold = held.append
+    e.lead(lambda: calls.append(1), 0.02)
+    assert calls and len(held) == len(calls) and held[0] == gate.GATE_S
+
+
+def test_noise_without_drift_is_not_taken_for_settling():
+    from harness.measure.timing import unsettled
+    noisy = [1.0 + 0.02 * ((7 * k) % 11) for k in range(60)]             # stationary, 20% spread
+    assert unsettled(noisy, 0.005) == 0
+    assert unsettled([2.0] * 30 + [1.8] * 30, 0.005) == 30               # a drift
+    assert unsettled([1.0] * 30 + [1.003] * 30, 0.005) == 0              # apart, but within the precision

@@ -206,6 +206,20 @@ def test_one_warm_up_leads_the_sustained_window_then_the_cold_samples(monkeypatc
                      ("cold",)]
     assert out["warmup_calls"] == 4 and out["device_ms_sustained"] == 2.0 and out["device_ms_cold"] == 1.0
 
+    def lead(run, seconds):
+        order.append(("lead", seconds))
+    order.clear()
+    out = timing.on_gpu(Device(), lambda: None, lambda run: order.append(("cold",)) or {}, "compute", lead=lead)
+    assert order[-2:] == [("lead", timing.COLD_LEAD_S["compute"]), ("cold",)] and out["cold_lead_s"] == 1.0
+    order.clear()                    # cold figures alone: the lead is their settling, no warm-up before it
+    timing.on_gpu(Device(), lambda: None, lambda run: order.append(("cold",)) or {}, "compute", lead=lead,
+                  with_sustained=False)
+    assert order == [("lead", timing.COLD_LEAD_S["compute"]), ("cold",)]
+    order.clear()                    # a memory-bound row keeps its clock: its warm-up, no lead
+    timing.on_gpu(Device(), lambda: None, lambda run: order.append(("cold",)) or {}, "memory", lead=lead,
+                  with_sustained=False)
+    assert order == [("warm-up", timing.WARMUP_S["memory"]), ("cold",)]
+
 
 def test_sampling_stops_on_the_medians_precision_whatever_an_outlier_does():
     """The median's distribution-free 95% interval decides: a few samples far out (a preempted

@@ -14,6 +14,9 @@ Works as follows, per sample:
    (`host_exposed`), its figure then holding its host's gaps as before.
 5. NVML's SM clock and board power are read after each sample; their means go with the samples, and
    `cycles` (median time x mean clock) is the per-cycle figure beside the time.
+6. Sampling stops once the median is precise (timing._done) and the samples no longer drift: a lead
+   whose median is apart from the later samples' (the GPU settling from the sustained window's power
+   limit) is dropped and counted (`settling_dropped`), so every row's figure is the loop's own state.
 
 Constraints: the gate hides a dispatch of up to GATE_S (the slowest measured, JAX's Mosaic GPU
 attention, left the GPU idle 0.92 ms a sample); the host's own wake-up after each sample (the harness's
@@ -71,6 +74,12 @@ class GatedEngine(EventEngine):
         from cuda.core import launch
         launch(self.stream, self.one_thread, self.gate, np.uint64(round(seconds * 1e9)))
 
+    def _untimed(self, run) -> None:
+        self.flush.fill(0, stream=self.stream)
+        self.hold(self.gate_s)
+        run()
+        self.stream.sync()
+
     def _sample(self, run) -> tuple[float, bool]:
         """One sample: (ms, whether it was exposed to the host)."""
         self.flush.fill(0, stream=self.stream)
@@ -85,8 +94,12 @@ class GatedEngine(EventEngine):
     def cold(self, run, crit: Criterion | None = None) -> dict:
         crit = crit or self.crit
         run()                                        # lazy loading, first-call JIT
-        samples, clocks, watts, exposed_samples = [], [], [], []
+        samples, clocks, watts, exposed_samples, settling = [], [], [], [], []
         throttled = 0
+
+        def drop(lead):                          # the GPU still settling: not the loop's own state
+            settling.append(lead)
+            del samples[:lead], clocks[:lead], watts[:lead]
         started, stop = time.perf_counter(), None
         while stop is None:
             ms, was_exposed = self._sample(run)
@@ -100,7 +113,7 @@ class GatedEngine(EventEngine):
                 samples.append(ms / 1e3)
                 clocks += [mhz] if mhz is not None else []
                 watts += [w] if w is not None else []
-            stop = _done(samples, crit, started) if samples else (
+            stop = _done(samples, crit, started, drop) if samples else (
                 "timeout" if time.perf_counter() - started > crit.timeout_s else None)
         exposed = len(exposed_samples)
         host_exposed = exposed > MOSTLY_EXPOSED * (exposed + len(samples) + throttled)
@@ -108,7 +121,8 @@ class GatedEngine(EventEngine):
             samples += exposed_samples
         s = summarize(samples)
         mhz = statistics.fmean(clocks) if clocks and samples else None
-        s.update(stopped_by=stop, throttled_dropped=throttled, exposed=exposed, host_exposed=host_exposed,
+        s.update(stopped_by=stop, throttled_dropped=throttled, settling_dropped=sum(settling),
+                 exposed=exposed, host_exposed=host_exposed,
                  gate_ms=self.gate_s * 1e3,
                  walltime_s=time.perf_counter() - started, sm_clock_mhz=mhz,
                  power_w=statistics.fmean(watts) if watts and samples else None,

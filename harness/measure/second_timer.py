@@ -17,7 +17,6 @@ dispatch, since nothing queues ahead of a device-wide synchronize.
 from __future__ import annotations
 
 import os
-import statistics
 import time
 
 from harness.measure.timing import summarize

@@ -15,7 +15,8 @@ That settling is the warm-up, and the sustained window follows it directly (on_g
 Method (both GPU engines): the warm-up and the sustained window first; cold samples each follow an
 L2 flush (a memset of twice the L2 size, outside the timed window); sampling stops once the median's
 95% interval is within `precision` of it after `min_samples` and `min_time` of accumulated device
-time, or at `timeout` (which one is recorded); samples taken while the SM clock is under
+time and the samples no longer drift (a lead still settling from the sustained window is dropped,
+unsettled()), or at `timeout` (which one is recorded); samples taken while the SM clock is under
 THROTTLE_FRACTION of its maximum are dropped, and a row whose cold samples ran under LOW_CLOCK_FRACTION
 keeps its figure flagged `low clock` with the clock beside it: the 8192^3 16-bit GEMMs run at the power
 limit from their first millisecond (about 1,375 MHz of 1,980 on the H100, their cold medians then
@@ -77,14 +78,36 @@ def median_interval(samples: list[float]) -> tuple[float, float]:
     return ordered[max(0, math.floor(n / 2 - half))], ordered[min(n - 1, math.ceil(n / 2 + half))]
 
 
-def _done(samples, crit: Criterion, started: float) -> str | None:
+def unsettled(samples: list[float], precision: float) -> int:
+    """How many leading samples are the GPU still settling into the loop's own state: the first half,
+    where its median and the second half's differ by more than `precision` and their 95% intervals
+    are apart (a drift, not noise); else 0. After the warm-up and the sustained window a cold loop
+    starts at the power limit and its clock recovers over its first samples (on an H200, 1,690-1,850
+    MHz over the first 25-60 samples, 1,965 once settled): those samples would make the figure
+    depend on how long the row sampled."""
+    half = len(samples) // 2
+    first, second = samples[:half], samples[half:]
+    if half < 2:
+        return 0
+    m1, m2 = statistics.median(first), statistics.median(second)
+    (lo1, hi1), (lo2, hi2) = median_interval(first), median_interval(second)
+    apart = hi1 < lo2 or hi2 < lo1
+    return half if apart and abs(m1 - m2) > precision * m2 else 0
+
+
+def _done(samples, crit: Criterion, started: float, drop=None) -> str | None:
+    """Why sampling stops now ("precision", "timeout"), or None. With `drop`, a GPU loop's: once the
+    median is precise, a drifting lead (unsettled()) is given to drop(count) and sampling goes on."""
     if time.perf_counter() - started > crit.timeout_s:
         return "timeout"
     if len(samples) >= max(crit.min_samples, 5) and sum(samples) >= crit.min_time_s:
         low, high = median_interval(samples)
         median = statistics.median(samples)
         if max(median - low, high - median) <= crit.precision * median:
-            return "precision"
+            lead = unsettled(samples, crit.precision) if drop is not None else 0
+            if not lead:
+                return "precision"
+            drop(lead)
     return None
 
 
@@ -170,10 +193,25 @@ class EventEngine:
         self.stop.sync()
         return self.stop - self.start
 
+    def _untimed(self, run) -> None:
+        self.flush.fill(0, stream=self.stream)
+        run()
+        self.stream.sync()
+
+    def lead(self, run, seconds: float) -> None:
+        """Cold samples, untimed, for `seconds`: the GPU settles into the cold loop's own state."""
+        started = time.perf_counter()
+        while time.perf_counter() - started < seconds:
+            self._untimed(run)
+
     def cold(self, run, crit: Criterion | None = None) -> dict:
         crit = crit or self.crit
         run()                                        # warm-up: lazy loading, first-call JIT
-        samples, throttled, clocks = [], 0, []
+        samples, throttled, clocks, settling = [], 0, [], []
+
+        def drop(lead):
+            settling.append(lead)
+            del samples[:lead], clocks[:lead]
         started, stop = time.perf_counter(), None
         while stop is None:
             self.flush.fill(0, stream=self.stream)
@@ -189,10 +227,10 @@ class EventEngine:
                 samples.append(ms / 1e3)
                 if mhz is not None:
                     clocks.append(mhz)
-            stop = _done(samples, crit, started) if samples else (
+            stop = _done(samples, crit, started, drop) if samples else (
                 "timeout" if time.perf_counter() - started > crit.timeout_s else None)
         s = summarize(samples)
-        s.update(stopped_by=stop, throttled_dropped=throttled,
+        s.update(stopped_by=stop, throttled_dropped=throttled, settling_dropped=sum(settling),
                  sm_clock_mhz=statistics.fmean(clocks) if clocks else None)
         return s
 
@@ -203,6 +241,13 @@ class EventEngine:
                 "stopped_by": cold.get("stopped_by")}
 
 
+# Untimed cold samples between the sustained window and the cold figures, by the problem's roofline:
+# the GPU's power average (NVML's, over a second) still holds the sustained window's power limit, and
+# a compute-bound cold loop sampled right after it ran 0.3-8.8% slower at 1,540-1,880 MHz on an H200
+# than the same rows' settled loops (1,962-1,969 MHz, 3 s of samples). Memory-bound rows kept 1,980
+# MHz and their settled figures within 0.6% without a lead.
+COLD_LEAD_S = {"compute": 1.0, "memory": 0.0}
+
 MODES_VAR = "WAYS_TIMING_MODES"     # "cold": `ways run --quick` (a demo in minutes) has no sustained mode
 
 
@@ -211,21 +256,27 @@ def sustained_wanted() -> bool:
 
 
 def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | None = None,
-           with_sustained: bool = True, hold=None) -> dict:
+           with_sustained: bool = True, hold=None, lead=None) -> dict:
     """A GPU case's timing: the warm-up, the sustained window right after it (the warm-up is its
     lead: no gap between them), then the cold figures from `measure(run)` (nvbench or events).
     The sustained mode comes first so that one warm-up serves both: after the cold samples' rests
     the sustained mode needed a lead of its own (a second for a GEMM), and the timing of a full run
     spent 0.5 s a GEMM row more. No separate hot batch: the sustained mode is the back-to-back
     figure (device_ms_warm: None). `hold(seconds)` queues a GPU-side wait on the stream (the gated
-    engine's), which hides a host-bound tool's dispatch from the sustained window."""
+    engine's), which hides a host-bound tool's dispatch from the sustained window; `lead(run, seconds)`
+    (the engine's) runs untimed cold samples for COLD_LEAD_S before the cold ones count, so that
+    every row's cold figures come from the cold loop's own state, not the sustained window's."""
     warmup_s = WARMUP_S[roofline] if warmup_s is None else warmup_s
-    calls, dispatch_s = warm_up(run, device.sync, warmup_s)
+    lead_s = COLD_LEAD_S[roofline] if lead is not None else 0.0
+    # cold figures alone (`--quick`): the lead settles the GPU in the cold loop's state, no warm-up first
+    calls, dispatch_s = warm_up(run, device.sync, warmup_s) if with_sustained or not lead_s else (0, None)
     window = sustained(device, run, warmup_s / max(calls, 1), seconds=SUSTAINED_S[roofline],
                        dispatch_s=dispatch_s, hold=hold) if with_sustained else None
     with PHASES("sampling (cold)"):
+        if lead_s:
+            lead(run, lead_s)
         timing = measure(run)
-    timing["warmup_calls"] = calls
+    timing["warmup_calls"], timing["cold_lead_s"] = calls, lead_s
     timing["sustained"] = window
     timing["device_ms_sustained"] = (window or {}).get("median_ms")
     return timing
@@ -317,7 +368,7 @@ class SmClock:
 
 def cost(records: list[dict]) -> dict | None:
     """About how long the timed rows held the GPU for each part of the method, from their records
-    (seconds): cold sampling (nvbench's wall time), the sustained mode (its lead and timed calls),
+    (seconds): cold sampling (its wall time and its lead), the sustained mode (its timed calls),
     warm-up calls and host timing; and the rows nvbench stopped at its timeout with no cold sample
     (all dropped as throttled), whose sampling bought nothing."""
     timed = [r["timing"] for r in records if r.get("timing")]
@@ -328,7 +379,7 @@ def cost(records: list[dict]) -> dict | None:
     for t in timed:
         cold, sus = t.get("cold") or {}, t.get("sustained") or {}
         call_ms = t.get("device_ms_sustained") or t.get("device_ms_cold") or 0.0
-        out["cold_s"] += cold.get("walltime_s") or 0.0
+        out["cold_s"] += (cold.get("walltime_s") or 0.0) + (t.get("cold_lead_s") or 0.0)
         # lead_s: older records, whose sustained mode had a lead of its own
         out["sustained_s"] += (sus.get("lead_s") or 0.0) + (sus.get("calls") or 0) * (sus.get("median_ms") or 0.0) / 1e3
         out["warm_up_s"] += (t.get("warmup_calls") or 0) * call_ms / 1e3

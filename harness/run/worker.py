@@ -114,7 +114,8 @@ class Worker:
         with s.backend.stream_context(s.stream), s.gpu_work(alone=True):
             timing = timing_mod.on_gpu(s.device, timed, measure, problem.roofline,
                                        with_sustained=timing_mod.sustained_wanted(),
-                                       hold=getattr(self.engine, "hold", None)) if s.device.kind == "cuda" \
+                                       hold=getattr(self.engine, "hold", None),
+                                       lead=getattr(self.engine, "lead", None)) if s.device.kind == "cuda" \
                 else measure(timed)
             if "host_ms" not in timing:
                 timing.update(timing_mod.host_call_costs(timed, s.device.sync))
