@@ -81,3 +81,20 @@ def test_an_opt_in_variant_runs_only_where_its_backend_is_named():
     assert "helion" not in labels(registry.select()) and "helion[fixed]" in labels(registry.select())
     assert labels(registry.select(None, ["helion"])) == {"helion", "helion[fixed]"}
     assert labels(registry.select(None, ["helion[]"])) == {"helion"}
+
+
+@pytest.mark.parametrize("name", ["torch_compile", "flex_attention"])
+def test_a_compiled_torch_function_may_recompile_for_every_case_of_a_worker(name, monkeypatch):
+    """One graph a case (dynamic=False): a worker builds one compiled function for each of its cases,
+    more than Dynamo's default 8 recompiles (fullgraph=True then fails the build, as it did on the GPU)."""
+    torch = pytest.importorskip("torch")
+    backend = backends.get(name)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    config = torch._dynamo.config           # a config module: set and restored by hand, not monkeypatched
+    before, config.recompile_limit = config.recompile_limit, 8
+    try:
+        backend.load()
+        most = max(len(problems.get(p).cases()) for p in backends.problems_of(name))
+        assert config.recompile_limit >= most > 8
+    finally:
+        config.recompile_limit = before

@@ -5,6 +5,9 @@ torch's current stream."""
 from backends.base import Backend, TorchArrays, TorchStream, Unavailable
 
 
+RECOMPILE_LIMIT = 64
+
+
 class FlexAttention(TorchArrays, TorchStream, Backend):
     family = "tile"
     extra = "torch"
@@ -18,6 +21,9 @@ class FlexAttention(TorchArrays, TorchStream, Backend):
         import torch
         if not torch.cuda.is_available():
             raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
+        # one graph a case (dynamic=False): a worker compiles one function for more cases than
+        # Dynamo's default of 8 recompiles, after which fullgraph=True fails the build
+        torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
 
     def first_build_s(self, problem):
         return 20.0

@@ -7,6 +7,9 @@ worker's (TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR), so a warm process reuses t
 from backends.base import Backend, TorchArrays, TorchStream, Unavailable
 
 
+RECOMPILE_LIMIT = 64
+
+
 class TorchCompile(TorchArrays, TorchStream, Backend):
     family = "no kernel"
     variants = ("", "max_autotune")
@@ -22,6 +25,9 @@ class TorchCompile(TorchArrays, TorchStream, Backend):
         import torch
         if not torch.cuda.is_available():
             raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
+        # one graph a case (dynamic=False): a worker compiles one function for more cases than
+        # Dynamo's default of 8 recompiles, after which fullgraph=True fails the build
+        torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
 
     def build_times_kernels(self, problem):
         return self.variant == "max_autotune"      # Inductor times its GEMM templates in the first call
