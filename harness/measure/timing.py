@@ -4,24 +4,23 @@ measured the cold one; plus the host-side call costs.
 
 Two modes, because they differ where a kernel is power-bound (a large GEMM): cold samples each
 start on a flushed L2 after a gap, so the GPU rests between them and boosts its clock; sustained
-calls run back to back (untimed until the GPU settles, then half a second timed, a quarter where
-memory-bound), as a loop in an application runs them, and the GPU settles at the clock its power
-limit allows (15% slower on an H100 for 8192^3 bf16). Each mode records the mean SM clock it ran
-at. How long the GPU needs to settle depends on the problem: a compute-bound one (a GEMM) runs into
-the power limit and needs a second; a memory-bound one's time does not move with the SM clock (its
-sustained and cold times agreed within 6% on the H100, L2 reuse included), so a quarter second does.
-That settling is the warm-up, and the sustained window follows it directly (on_gpu).
+calls run back to back, as a loop in an application runs them, and the GPU settles at the clock its
+power limit allows. Each mode records the mean SM clock it ran at.
 
-Method (both GPU engines): the warm-up and the sustained window first; cold samples each follow an
-L2 flush (a memset of twice the L2 size, outside the timed window); sampling stops once the median's
-95% interval is within `precision` of it after `min_samples` and `min_time` of accumulated device
-time and the samples no longer drift (a lead still settling from the sustained window is dropped,
-unsettled()), or at `timeout` (which one is recorded); samples taken while the SM clock is under
-THROTTLE_FRACTION of its maximum are dropped, and a row whose cold samples ran under LOW_CLOCK_FRACTION
-keeps its figure flagged `low clock` with the clock beside it: the 8192^3 16-bit GEMMs run at the power
-limit from their first millisecond (about 1,375 MHz of 1,980 on the H100, their cold medians then
-12-15% above an unthrottled GPU's, near the sustained figures), cuBLAS's rows among them, so they are
-compared like with like and none is left without a figure.
+Works as follows (on_gpu; both GPU engines):
+1. A warm-up of back-to-back calls (WARMUP_S by roofline: a compute-bound kernel runs into the power
+   limit and needs longer to settle than a memory-bound one, whose time does not follow the clock).
+2. The sustained window right after it, the warm-up as its lead (SUSTAINED_S, SUSTAINED_BATCHES).
+3. A compute-bound row's cold lead (COLD_LEAD_S): untimed cold samples until the GPU's power average
+   has left the window's limit.
+4. Cold samples, each after an L2 flush (a memset of twice the L2 size, outside the timed window),
+   until the median's 95% interval is within `precision` of it after `min_samples` and `min_time` of
+   device time and the samples no longer drift (a drifting lead is dropped: unsettled()), or at
+   `timeout` (which one is recorded). Samples under THROTTLE_FRACTION of the maximum SM clock are
+   dropped; a row whose samples ran under LOW_CLOCK_FRACTION keeps its figure, flagged `low clock`.
+
+Constraints: cold-only runs (`--quick`) skip steps 1-2 where the lead settles the GPU instead;
+docs/METHOD.md gives the figures each constant was chosen from.
 """
 from __future__ import annotations
 
@@ -34,19 +33,17 @@ from dataclasses import dataclass
 from harness.measure.phases import PHASES
 
 # Sampling stops once the median is known this well: its distribution-free 95% interval (order
-# statistics, so an outlier does not hold it open as it held the relative standard deviation over
-# 0.5% for 49 of 89 gated rows on the H200, which then ran to the timeout) within PRECISION of it on
-# either side, after MIN_SAMPLES and MIN_TIME_S of accumulated device time.
+# statistics, so a few outlying samples do not hold it open as they hold a standard deviation) within
+# PRECISION of it on either side, after MIN_SAMPLES and MIN_TIME_S of accumulated device time.
 PRECISION = 0.005
 Z_95 = 1.96
 MIN_SAMPLES = 20
 MIN_TIME_S = 0.05
-# No case needs longer: every row gets its samples within 3 s on the H100 (the 8192^3 GEMMs 570-1,280).
+# A bound on a row's cold sampling, for a median that never gets precise (a noisy host-bound tool).
 TIMEOUT_S = 3.0
 # Cold samples under this fraction of the maximum SM clock are dropped (a GPU that slow is idling or
-# broken); between it and LOW_CLOCK_FRACTION they are kept and the row says its clock was low: 8192^3
-# 16-bit GEMMs run at the power limit from their first ms, under 75% of the maximum, and kept no cold
-# figure at all when that was the threshold (their vendor rows are timed the same way).
+# broken); between it and LOW_CLOCK_FRACTION they are kept and the row says its clock was low (a
+# power-bound GEMM may run there from its first millisecond; its vendor rows are timed the same way).
 THROTTLE_FRACTION = 0.5
 LOW_CLOCK_FRACTION = 0.75
 
@@ -81,10 +78,7 @@ def median_interval(samples: list[float]) -> tuple[float, float]:
 def unsettled(samples: list[float], precision: float) -> int:
     """How many leading samples are the GPU still settling into the loop's own state: the first half,
     where its median and the second half's differ by more than `precision` and their 95% intervals
-    are apart (a drift, not noise); else 0. After the warm-up and the sustained window a cold loop
-    starts at the power limit and its clock recovers over its first samples (on an H200, 1,690-1,850
-    MHz over the first 25-60 samples, 1,965 once settled): those samples would make the figure
-    depend on how long the row sampled."""
+    are apart (a drift, not noise); else 0."""
     half = len(samples) // 2
     first, second = samples[:half], samples[half:]
     if half < 2:
@@ -113,9 +107,9 @@ def _done(samples, crit: Criterion, started: float, drop=None) -> str | None:
 
 # Back-to-back calls before anything is timed, by the problem's roofline: every case starts from a GPU
 # at its working clocks and temperature rather than from whatever the previous case left. A
-# power-bound GPU (a GEMM) needs a second to settle at its power limit (with less, a GEMM's first
-# back-to-back batches ran ~3% faster than triton's do_bench in a cool GPU's 2-second median); a
-# memory-bound kernel's time does not move with the SM clock.
+# power-bound kernel (a GEMM) needs a second to settle at its power limit (with less, its first
+# back-to-back batches run faster than a settled loop's); a memory-bound kernel's time does not move
+# with the SM clock.
 WARMUP_S = {"compute": 1.0, "memory": 0.25}
 
 
@@ -242,10 +236,9 @@ class EventEngine:
 
 
 # Untimed cold samples between the sustained window and the cold figures, by the problem's roofline:
-# the GPU's power average (NVML's, over a second) still holds the sustained window's power limit, and
-# a compute-bound cold loop sampled right after it ran 0.3-8.8% slower at 1,540-1,880 MHz on an H200
-# than the same rows' settled loops (1,962-1,969 MHz, 3 s of samples). Memory-bound rows kept 1,980
-# MHz and their settled figures within 0.6% without a lead.
+# the GPU's power average (over about a second) still holds the window's power limit, so a
+# compute-bound cold loop that stops early runs at a lower clock, by how soon it stopped. A
+# memory-bound kernel keeps its clock and needs none.
 COLD_LEAD_S = {"compute": 1.0, "memory": 0.0}
 
 MODES_VAR = "WAYS_TIMING_MODES"     # "cold": `ways run --quick` (a demo in minutes) has no sustained mode

@@ -1,7 +1,7 @@
 """A case's host inputs and float64 reference, made once a run and shared by its workers: a 1 GiB
 input and its reference take longer to make than to time. Each is stored as a pickle of its
-structure plus one file per array, which a worker maps (copy-on-write) instead of reading: on
-the H100 node the pickle of a 2^28-element case took 2.0 s to read, and every worker read it."""
+structure plus one file per array, which a worker maps (copy-on-write) instead of reading: a
+pickle of a 2^28-element case takes seconds to read, and every worker would read it."""
 from __future__ import annotations
 
 import fcntl

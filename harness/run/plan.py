@@ -49,14 +49,13 @@ SLOW_BUILD_S = 30.0
 
 
 def first_build_s(impl: Impl) -> float:
-    """About how long the implementation's first build takes (Backend.first_build_s, measured on the H100)."""
+    """About how long the implementation's first build takes (Backend.first_build_s, as measured)."""
     return backends.get(impl.backend, impl.variant).first_build_s(impl.problem)
 
 
 # A case's time limit where --timeout does not set one: a fixed part (start-up, checks, timing), the
-# build's known cost, and the host's inputs, float64 reference and copies by the case's bytes. In the
-# full run on one H100 (--jobs 8) no case's own work took more than 0.54 of it (cutlass_ops's search
-# on 1000^3), so one hang costs about a minute and a half, not ten.
+# build's known cost, and the host's inputs, float64 reference and copies by the case's bytes: about
+# twice the longest case's own work, so one hang costs a minute or two of a run, not ten.
 LIMIT_BASE_S, LIMIT_PER_BUILD_S, LIMIT_PER_GIB_S = 60.0, 2.5, 20.0
 # a compile-time process: a fresh process's imports, build and first call
 COMPILE_LIMIT_BASE_S, COMPILE_LIMIT_PER_BUILD_S = 120.0, 4.0
@@ -134,8 +133,7 @@ def shards(job: Job) -> list[Job]:
 
 def by_implementation(jobs: list[Job]) -> list[Job]:
     """One worker per implementation for all its problems (`--quick`: each has two cases, and one
-    worker start-up, 6 s on average on the H100 node with its tool's imports, then serves six cases
-    instead of two), the longest first builds first."""
+    worker start-up, seconds with its tool's imports, then serves six cases instead of two), the longest first builds first."""
     groups: dict[tuple[str, str], list[Job]] = {}
     for j in jobs:
         groups.setdefault((j.impl.backend, j.impl.variant), []).append(j)

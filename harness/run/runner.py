@@ -346,8 +346,7 @@ class Run:
         workers, whose GPU lock their GPU part takes)."""
         at_once = lock is not None and self.opts.compile_repeats > 1
         # processes on a quarter of the cores; beside the workers on all but the timer's, each
-        # implementation's repeats at once: on three quarters of an H100 node's 16 they ended 21 s after
-        # the workers, the full run's longest path, with the cores 61% busy (reports/evidence/jobs-vs-serial)
+        # implementation's repeats at once, so that they end about when the workers do
         cores = self.cores
         jobs = self.opts.compile_jobs or max(1, (cores - 1) // self.opts.compile_repeats if at_once else cores // 4)
         self.progress.describe(f"compile time: {len(todo)} implementations, {jobs} at a time")
