@@ -40,8 +40,8 @@ def test_only_the_hung_implementation_fails(tmp_path, bad_backends):
 def test_a_neighbour_timed_out_beside_a_hang_is_judged_again(tmp_path, bad_backends):
     """A neighbour whose own clock ran out beside the hang (here: a limit shorter than its wait, the
     clock not stopped) is run again once the GPU is quiet, and its skipped cases with it."""
-    from harness.run import supervise
-    watch = supervise.Watch()
+    from harness.run.judged_again import Watch
+    watch = Watch()
     hung, beside = ("wedge", "", "segreduce", "1x1-float32"), ("lockstep", "a", "segreduce", "1x1-float32")
     later, alone = ("lockstep", "a", "segreduce", "64x1000-float32"), ("lockstep", "b", "segreduce", "1x1-float32")
     watch.began(alone)

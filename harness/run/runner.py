@@ -19,6 +19,7 @@ from harness.measure import env, gpu, loc, roofline, timing
 from harness.measure.phases import Phases, run_profile
 from harness.results import crosscheck, records
 from harness.run import caches, compile_times, fingerprint, resume, supervise
+from harness.run.judged_again import Watch, short_of_memory
 from harness.run.outdir import exclusive, set_aside_previous
 from harness.run.plan import (Job, Options, by_implementation, compile_limit, first_build_s, memory_budget,
                                memory_need, plan, process_limit, shards, slow_builder, time_limit)
@@ -51,7 +52,7 @@ class Run:
         self.compiled_elsewhere = set(compiled)
         self._lock = threading.Lock()          # --jobs: the workers' threads report through it
         self._beside: threading.Thread | None = None     # --jobs: the compile-time processes' thread
-        self.watch = supervise.Watch()         # --jobs: which cases were in flight beside a hang
+        self.watch = Watch()         # --jobs: which cases were in flight beside a hang
 
     def execute(self) -> dict:
         """Run the plan into --out. One run at a time per folder (OutputBusy otherwise); a previous
@@ -148,7 +149,7 @@ class Run:
                 self._all_compile_times(todo, writer, scratch)
         again = self.watch.beside_hangs()
         if self.opts.jobs > 1:
-            again = {**supervise.short_of_memory(self.records), **again}
+            again = {**short_of_memory(self.records), **again}
         if again:
             with self.phases("cases judged again alone (after a hang, or out of memory)"):
                 self._judge_again(available, again, writer, scratch)
@@ -276,7 +277,7 @@ class Run:
             slots.done(kind, job)
 
     def _judge_again(self, jobs: list[Job], again: dict[tuple, str], writer, scratch: Path) -> None:
-        """The cases in flight beside a hang (supervise.Watch) or short of the memory others held,
+        """The cases in flight beside a hang (judged_again.Watch) or short of the memory others held,
         run again one worker at a time on a quiet GPU: a row fails only for its own fault. Each new
         record says why, and what its first run came to."""
         first = {records.record_key(r): r for r in self.records}
@@ -334,10 +335,10 @@ class Run:
 
         problems_ = "+".join(part.impl.problem for part in parts)
         limits = [time_limit(part.impl, c, self.opts) for part, c in owners]
-        supervise.run_items(impl.backend, impl.variant, items, scratch,
-                            self.out / "logs" / f"{impl.label}.{problems_}{job.shard}.log", environ,
-                            limits, self.opts.startup_timeout, on_event, on_lost,
-                            self.opts.retry_after_timeout, self.watch if self.opts.jobs > 1 and not rerun else None)
+        log = self.out / "logs" / f"{impl.label}.{problems_}{job.shard}.log"
+        supervise.run_items(supervise.WorkerItems(
+            impl.backend, impl.variant, items, limits, scratch, log, environ, self.opts.startup_timeout,
+            self.opts.retry_after_timeout, self.watch if self.opts.jobs > 1 and not rerun else None), on_event, on_lost)
 
     def _all_compile_times(self, todo: list[tuple[Job, bool]], writer, scratch: Path, lock: dict | None = None) -> None:
         """Every implementation's compile-time processes, `compile_jobs` implementations at a time.

@@ -10,7 +10,6 @@ import contextlib
 import json
 import math
 import os
-import re
 import selectors
 import signal
 import subprocess
@@ -18,11 +17,12 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import backends
 from harness import ROOT
-from harness.results import records
+from harness.run.judged_again import Watch
 
 
 def worker_env(extra: dict[str, str], search_paths: dict[str, str] | None = None) -> dict[str, str]:
@@ -59,79 +59,6 @@ def _lines(fd: int, deadline_of):
                     yield json.loads(line)
     finally:
         sel.close()
-
-
-class Watch:
-    """The items of workers that share one GPU (`ways run --jobs`) on a timeline: when each was in
-    flight, and when one hung. A kernel that never ends keeps the GPU from every other process until
-    its own is killed, so a case in flight beside a hang cannot be judged by what happened to it
-    then: the runner runs it again afterwards on a quiet GPU (`beside_hangs`). While a hung worker is
-    being killed, another whose clock runs out gets its time again (`others_hanging`)."""
-
-    def __init__(self):
-        self._lock = threading.RLock()
-        self.spans: dict[tuple, list[float]] = {}     # item -> [start, end] (end inf while in flight)
-        self.hangs: list[tuple[tuple, float, float, str]] = []   # (item, since, killed, what)
-        self.skipped_after: dict[tuple, tuple] = {}   # item not run -> the item whose time-out skipped it
-        self._hanging: set[tuple] = set()
-
-    def began(self, key: tuple) -> None:
-        with self._lock:
-            self.spans[key] = [time.monotonic(), math.inf]
-
-    def ended(self, key: tuple) -> None:
-        with self._lock:
-            if key in self.spans and self.spans[key][1] == math.inf:
-                self.spans[key][1] = time.monotonic()
-
-    def others_hanging(self, key: tuple) -> bool:
-        with self._lock:
-            return bool(self._hanging - {key})
-
-    @contextlib.contextmanager
-    def hanging(self, key: tuple, since: float, what: str):
-        """Around the kill of a worker hung on `key` since `since` (its last sign of life)."""
-        with self._lock:
-            self._hanging.add(key)
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._hanging.discard(key)
-                self.hangs.append((key, since, time.monotonic(), what))
-                self.ended(key)
-
-    def skipped(self, key: tuple, after: tuple) -> None:
-        with self._lock:
-            self.skipped_after[key] = after
-
-    def beside_hangs(self) -> dict[tuple, str]:
-        """Every item in flight while another hung, and those a time-out of one of them left not
-        run: item -> why it is judged again."""
-        again = {}
-        for key, (start, end) in self.spans.items():
-            for hung, since, killed, what in self.hangs:
-                if hung != key and start < killed and end > since:
-                    who = f"{' '.join(hung[2:])} of {backends.label(*hung[:2])}"
-                    again[key] = f"it was in flight while {who} hung ({what})"
-                    break
-        for key, after in self.skipped_after.items():
-            if after in again and key not in again:
-                again[key] = f"it was not run after {' '.join(after[2:])} timed out, which is judged again"
-        return again
-
-
-# what the CUDA runtime and the tools say when the GPU's memory runs out: beside other workers (--jobs)
-# that can be their share of it, so such a row is judged again alone
-OUT_OF_MEMORY = re.compile(r"out of memory|RESOURCE_EXHAUSTED|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|"
-                           r"cudaErrorMemoryAllocation", re.I)
-
-
-def short_of_memory(recs: list[dict]) -> dict[tuple, str]:
-    """The rows that failed out of GPU memory: (backend, variant, problem, case) -> why they are
-    judged again."""
-    return {records.record_key(r): "it ran out of GPU memory while other workers held some"
-            for r in recs if r["status"] == "failed" and OUT_OF_MEMORY.search(r.get("error") or "")}
 
 
 _RUNNING: set[subprocess.Popen] = set()      # workers being waited on, from any thread
@@ -241,119 +168,170 @@ def _exit_text(rc: int) -> str:
     return f"exit code {rc}"
 
 
-def run_items(backend: str, variant: str, items: list, scratch: Path, log: Path, env: dict,
-              limits: list[float], startup_timeout: float, on_event, on_lost,
-              retry_after_timeout: bool = False, watch: Watch | None = None) -> None:
-    """Feed `items` (JSON-able dicts) to workers until each has a record.
+@dataclass
+class WorkerItems:
+    """One implementation's items for its workers: `items` (JSON-able dicts), `limits[i]` the seconds
+    of item i's own work before it counts as hung (the clock stops while its worker waits for
+    another process's hold of the GPU: the gpu_wait / gpu_got events); `watch`, the timeline
+    shared with the other workers on this GPU (Watch)."""
+    backend: str
+    variant: str
+    items: list
+    limits: list[float]
+    scratch: Path
+    log: Path
+    env: dict
+    startup_timeout: float
+    retry_after_timeout: bool = False
+    watch: Watch | None = None
 
-    `limits[i]`: seconds of item i's own work before it counts as hung; the clock stops while its
-    worker waits for another process's hold of the GPU (the worker's gpu_wait / gpu_got events).
-    on_event(index, event) gets every other event; on_lost(index, message, status) is called for an
-    item whose worker died or hung while on it ('failed'), that was not run because an earlier one
-    timed out ('skipped', unless `retry_after_timeout`), or that the worker never got to because it
-    cannot start ('failed'). Each message says what happened on its first line, the log tail after.
-    `watch`: the timeline shared with the other workers on this GPU (Watch).
+    def key(self, i: int) -> tuple:
+        return (self.backend, self.variant, self.items[i]["problem"], self.items[i]["case"]["name"])
+
+
+@dataclass
+class _Worker:
+    """A started worker process: its event pipe, its output's drain into the log, where its part of
+    the log starts; and what following it found (the item it was on, those it finished)."""
+    proc: subprocess.Popen
+    events: int
+    drain: threading.Thread
+    log_start: int
+    current: int | None = None
+    finished: set = field(default_factory=set)
+    timed_out: bool = False
+    last_sign: float = 0.0
+
+
+def run_items(job: WorkerItems, on_event, on_lost) -> None:
+    """Feed job.items to workers until each has a record.
+
+    on_event(index, event) gets every event but the GPU-wait ones; on_lost(index, message, status)
+    is called for an item whose worker died or hung while on it ('failed'), that was not run because
+    an earlier one timed out ('skipped', unless job.retry_after_timeout), or that the worker never
+    got to because it cannot start ('failed'). Each message says what happened on its first line,
+    the log tail after.
     """
-    def key(i):
-        return (backend, variant, items[i]["problem"], items[i]["case"]["name"])
-
-    pending = list(range(len(items)))
+    pending = list(range(len(job.items)))
     while pending:
         _not_stopping()
-        items_file = scratch / f"items-{os.getpid()}-{time.monotonic_ns()}.json"
-        items_file.write_text(json.dumps([items[i] for i in pending]))
-        with open(log, "a") as logf:
-            logf.write(f"\n=== worker {backends.label(backend, variant)} for {len(pending)} item(s)\n")
-            log_start = logf.tell()
-        read_fd, write_fd = os.pipe()
-        out_read, out_write = os.pipe()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.run.worker", "run", "--backend", backend, "--variant", variant,
-             "--items", str(items_file), "--fd", str(write_fd), "--scratch", str(scratch)],
-            pass_fds=(write_fd,), stdout=out_write, stderr=out_write, stdin=subprocess.DEVNULL,
-            start_new_session=True, env=env, cwd=ROOT)
-        _RUNNING.add(proc)
-        os.close(write_fd)
-        os.close(out_write)
-        drain = _drain(out_read, log)
-        current, finished = None, set()
-        deadline = time.monotonic() + startup_timeout
-        last_sign = time.monotonic()        # of life: the clock's start
-        left = 0.0                          # on the clock while the worker waits for the GPU
-        timed_out = False
+        worker = _start(job, pending)
         try:
-            for event in _lines(read_fd, lambda: deadline):  # noqa: B023 (reads the deadline as it moves)
-                now = time.monotonic()
-                if event is None:
-                    if current is not None and watch is not None and watch.others_hanging(key(current)):
-                        deadline = now + limits[current]      # its wait was another's hang: time again
-                        continue
-                    timed_out = True
-                    break
-                if event["event"] == "gpu_wait":          # another process has the GPU: the clock stops
-                    left, deadline = max(deadline - now, 0.0), math.inf
-                    continue
-                if event["event"] == "gpu_got":
-                    deadline, last_sign = now + left, now
-                    continue
-                local = event.get("item")
-                index = pending[local] if local is not None else None
-                if event["event"] == "start":
-                    if current is not None and watch is not None:
-                        watch.ended(key(current))         # nvbench: the next starts before this one's done
-                    current = index
-                    if watch is not None:
-                        watch.began(key(index))
-                elif event["event"] == "done":
-                    finished.add(index)
-                    if watch is not None:
-                        watch.ended(key(index))
-                    current = None
-                on_event(index, event)
-                last_sign = now
-                at = index if index is not None else current if current is not None else pending[0]
-                deadline = now + limits[at]
+            _follow(job, worker, pending, on_event)
         except BaseException:
-            _kill(proc)            # an interrupt of the parent: no worker outlives it
+            _kill(worker.proc)            # an interrupt of the parent: no worker outlives it
             raise
         finally:
-            os.close(read_fd)
-        if timed_out:
-            if current is not None:
-                what = f"timed out after {limits[current]:g} s of its own work"
-                with watch.hanging(key(current), last_sign, what) if watch else contextlib.nullcontext():
-                    _kill(proc)
-            else:
-                what = f"worker gave no sign of life for {startup_timeout:g} s"
-                _kill(proc)
-        else:
-            try:
-                rc = proc.wait(timeout=EXIT_GRACE_S)
-            except subprocess.TimeoutExpired:      # closed its pipe but does not exit
-                _kill(proc)
-                rc = proc.returncode
-            what = f"worker died: {_exit_text(rc)}" if rc != 0 else "worker exited (code 0) without finishing"
-        drain.join(timeout=10)
-        _RUNNING.discard(proc)
+            os.close(worker.events)
+        what = _stop(job, worker)
         _not_stopping()            # killed by kill_running: an interrupt, not a failure of the case
-        rest = [i for i in pending if i not in finished]
-        tail = f"\n--- worker log (tail) ---\n{_tail(log, log_start)}"
-        if current is not None:
-            on_lost(current, what + tail, "failed")
-            rest.remove(current)
-            if timed_out and not retry_after_timeout:
-                name = items[current]["case"]["name"]
-                for i in rest:
-                    if watch is not None:
-                        watch.skipped(key(i), key(current))
-                    on_lost(i, f"not run: case {name} of this implementation {what} "
-                               "(--retry-after-timeout runs the rest anyway)", "skipped")
-                rest = []
-        elif rest and not finished:      # no progress at all: do not start it again for nothing
+        pending = _left(job, worker, pending, what, on_lost)
+
+
+def _start(job: WorkerItems, pending: list[int]) -> _Worker:
+    """A worker process for the pending items, its events on a pipe, its output drained to the log."""
+    items_file = job.scratch / f"items-{os.getpid()}-{time.monotonic_ns()}.json"
+    items_file.write_text(json.dumps([job.items[i] for i in pending]))
+    with open(job.log, "a") as logf:
+        logf.write(f"\n=== worker {backends.label(job.backend, job.variant)} for {len(pending)} item(s)\n")
+        log_start = logf.tell()
+    read_fd, write_fd = os.pipe()
+    out_read, out_write = os.pipe()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.run.worker", "run", "--backend", job.backend, "--variant", job.variant,
+         "--items", str(items_file), "--fd", str(write_fd), "--scratch", str(job.scratch)],
+        pass_fds=(write_fd,), stdout=out_write, stderr=out_write, stdin=subprocess.DEVNULL,
+        start_new_session=True, env=job.env, cwd=ROOT)
+    _RUNNING.add(proc)
+    os.close(write_fd)
+    os.close(out_write)
+    return _Worker(proc, read_fd, _drain(out_read, job.log), log_start, last_sign=time.monotonic())
+
+
+def _follow(job: WorkerItems, w: _Worker, pending: list[int], on_event) -> None:
+    """Read the worker's events until its pipe closes or its clock runs out (w.timed_out): each
+    item's clock restarts at each sign of life and stops while the worker waits for the GPU."""
+    watch = job.watch
+    deadline = time.monotonic() + job.startup_timeout
+    left = 0.0                          # on the clock while the worker waits for the GPU
+    for event in _lines(w.events, lambda: deadline):  # noqa: B023 (reads the deadline as it moves)
+        now = time.monotonic()
+        if event is None:
+            if w.current is not None and watch is not None and watch.others_hanging(job.key(w.current)):
+                deadline = now + job.limits[w.current]      # its wait was another's hang: time again
+                continue
+            w.timed_out = True
+            return
+        if event["event"] == "gpu_wait":          # another process has the GPU: the clock stops
+            left, deadline = max(deadline - now, 0.0), math.inf
+            continue
+        if event["event"] == "gpu_got":
+            deadline, w.last_sign = now + left, now
+            continue
+        local = event.get("item")
+        index = pending[local] if local is not None else None
+        if event["event"] == "start":
+            if w.current is not None and watch is not None:
+                watch.ended(job.key(w.current))         # nvbench: the next starts before this one's done
+            w.current = index
+            if watch is not None:
+                watch.began(job.key(index))
+        elif event["event"] == "done":
+            w.finished.add(index)
+            if watch is not None:
+                watch.ended(job.key(index))
+            w.current = None
+        on_event(index, event)
+        w.last_sign = now
+        at = index if index is not None else w.current if w.current is not None else pending[0]
+        deadline = now + job.limits[at]
+
+
+def _stop(job: WorkerItems, w: _Worker) -> str:
+    """The worker ended (killed where it hung): what happened to it, in words."""
+    if w.timed_out:
+        if w.current is not None:
+            what = f"timed out after {job.limits[w.current]:g} s of its own work"
+            hanging = job.watch.hanging(job.key(w.current), w.last_sign, what) if job.watch \
+                else contextlib.nullcontext()
+            with hanging:
+                _kill(w.proc)
+        else:
+            what = f"worker gave no sign of life for {job.startup_timeout:g} s"
+            _kill(w.proc)
+    else:
+        try:
+            rc = w.proc.wait(timeout=EXIT_GRACE_S)
+        except subprocess.TimeoutExpired:      # closed its pipe but does not exit
+            _kill(w.proc)
+            rc = w.proc.returncode
+        what = f"worker died: {_exit_text(rc)}" if rc != 0 else "worker exited (code 0) without finishing"
+    w.drain.join(timeout=10)
+    _RUNNING.discard(w.proc)
+    return what
+
+
+def _left(job: WorkerItems, w: _Worker, pending: list[int], what: str, on_lost) -> list[int]:
+    """The items a next worker is started for: the unfinished ones, less the one the worker died or
+    hung on and, after a hang, the rest (skipped); none where the worker made no progress at all."""
+    rest = [i for i in pending if i not in w.finished]
+    tail = f"\n--- worker log (tail) ---\n{_tail(job.log, w.log_start)}"
+    if w.current is not None:
+        on_lost(w.current, what + tail, "failed")
+        rest.remove(w.current)
+        if w.timed_out and not job.retry_after_timeout:
+            name = job.items[w.current]["case"]["name"]
             for i in rest:
-                on_lost(i, f"{what} before reporting on this case{tail}", "failed")
-            rest = []
-        pending = rest
+                if job.watch is not None:
+                    job.watch.skipped(job.key(i), job.key(w.current))
+                on_lost(i, f"not run: case {name} of this implementation {what} "
+                           "(--retry-after-timeout runs the rest anyway)", "skipped")
+            return []
+    elif rest and not w.finished:      # no progress at all: do not start it again for nothing
+        for i in rest:
+            on_lost(i, f"{what} before reporting on this case{tail}", "failed")
+        return []
+    return rest
 
 
 def run_json(cmd_args: list[str], env: dict, timeout: float, log: Path) -> dict:
