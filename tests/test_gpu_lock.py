@@ -455,3 +455,15 @@ def test_the_tools_own_compile_is_timed_apart_from_the_build():
             time.sleep(0.05)
         time.sleep(0.05)
     assert 0.1 <= TOOL_COMPILE.seconds - before < 0.2
+
+
+def test_a_compile_time_processs_search_shares_the_gpu(monkeypatch):
+    """An autotuner's search in a compile-time process is only timed for how long it takes: it shares
+    the GPU with other workers' GPU work (never with a timer) instead of holding it alone."""
+    from harness.run import session
+    from harness.schedule.gpu_lock import LOCK
+    assert session.TOOL_SEARCH.hold == LOCK.exclusive and session.Session.searches_alone
+    monkeypatch.setattr(session.TOOL_SEARCH, "hold", session.TOOL_SEARCH.hold)
+    monkeypatch.setattr(session.Session, "searches_alone", True)
+    session.searches_share_the_gpu()
+    assert session.TOOL_SEARCH.hold == LOCK.shared and not session.Session.searches_alone

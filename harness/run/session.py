@@ -26,6 +26,7 @@ N_SEEDS = 3
 
 class Session:
     """A backend variant loaded in this process, with its device and stream."""
+    searches_alone = True           # an autotuner's build holds the GPU alone (searches_share_the_gpu)
 
     def __init__(self, backend_name: str, variant: str, device=None):
         """`device`: another Session's, whose stream this one then launches on too."""
@@ -58,7 +59,7 @@ class Session:
         (`options` go to its build(): a tuning sweep tries configurations that way)."""
         host_inputs, inputs, outputs, ref = self.arrays(problem, case, seed, cache)
         # an autotuner times kernels in build(): it needs the GPU alone, as timing does
-        lock = self.gpu_work(alone=self.backend.build_times_kernels(problem.name))
+        lock = self.gpu_work(alone=self.searches_alone and self.backend.build_times_kernels(problem.name))
         with PHASES("builds"), lock, self.backend.stream_context(self.stream):
             t0, waited, cpu0 = time.perf_counter(), PHASES.seconds.get(WAIT_PHASE, 0.0), cpu_seconds()
             steps0 = {name: step.seconds for name, step in BUILD_STEPS.items()}
@@ -163,6 +164,15 @@ class BuildStep:
 TOOL_COMPILE, TOOL_SEARCH = BuildStep(LOCK.released), BuildStep(LOCK.exclusive)
 BUILD_STEPS = {"tool_compile_s": TOOL_COMPILE, "autotune_s": TOOL_SEARCH}     # a build's parts, by record key
 backends.base.on_build_steps(TOOL_COMPILE, TOOL_SEARCH)
+
+
+def searches_share_the_gpu() -> None:
+    """In a compile-time process: an autotuner's search (timing_kernels(), Backend.build_times_kernels)
+    shares the GPU with other workers' GPU work, never with a timer. Its pick is never timed, only how
+    long the build took; held alone, a search that cannot be told apart from its tool's compile (the
+    first call of torch.compile) kept every other worker from the GPU for the compile's CPU seconds."""
+    TOOL_SEARCH.hold = LOCK.shared
+    Session.searches_alone = False
 
 
 def gpu_hold(kind: str, alone: bool = False):

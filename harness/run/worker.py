@@ -26,7 +26,7 @@ from harness.schedule.gpu_lock import LOCK, WAIT_PHASE
 from harness.measure.phases import PHASES
 from harness.results import records
 from harness.run.adjacent import Adjacent
-from harness.run.session import Session, check_case, checked, follows_new_inputs
+from harness.run.session import Session, check_case, checked, follows_new_inputs, searches_share_the_gpu
 from problems.base import Case
 
 CUDA_ERROR = re.compile(r"CUDA error: ([^\n]+)|(CUDA_ERROR_\w+|cudaError\w+)[:\s]*([^\n]*)")
@@ -290,6 +290,7 @@ def compile_once(args) -> int:
     the ahead-of-time compile of that case instead (no GPU: nothing runs)."""
     LOCK.nice_outside_holds(COMPILE_NICENESS)
     LOCK.label = f"{_impl(args)} {args.problem} (compile-time process)"
+    searches_share_the_gpu()
     problem = problems.get(args.problem)
     tests = [c for c in problem.cases() if c.kind == "test"]
     candidates = sorted(tests, key=lambda c: c.name != problem.compile_case_name)
