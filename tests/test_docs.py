@@ -88,13 +88,20 @@ def test_documented_commands_and_options_exist(doc):
     assert not wrong, f"{doc.relative_to(ROOT)} names what `ways` does not have: {wrong}"
 
 
+def _written_by_a_run(path: str) -> bool:
+    """A run's output the checkout ignores (reports/latest/): there once a run wrote it, and named
+    as such in .gitignore, so a clean clone's docs test does not depend on a run before it."""
+    ignored = [line.strip().lstrip("/") for line in (ROOT / ".gitignore").read_text().splitlines()]
+    return path.rstrip("/") + "/" in ignored or path in ignored
+
+
 @pytest.mark.parametrize("doc", REFERENCE_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_documented_files_and_modules_exist(doc):
     missing = []
     for code in _code(doc):
         word = code.split()[0].rstrip(",.:;)") if code.split() else ""
         if PATH.match(word) and "<" not in word and "*" not in word:
-            if not (ROOT / word).exists():
+            if not (ROOT / word).exists() and not _written_by_a_run(word):
                 missing.append(word)
         elif MODULE.match(word) and not _names_something(word):
             missing.append(word)
