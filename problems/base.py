@@ -1,7 +1,8 @@
 """What a problem is: cases, seeded inputs, a float64 reference and a dtype-aware check.
 
 Arrays on the host are NumPy arrays in a *storage* dtype: NumPy has no bfloat16, so bfloat16
-values travel as their uint16 bit patterns and every backend reinterprets them (a free view).
+values travel as their uint16 bit patterns and every backend reinterprets them (a free view); FP8
+(e4m3: 4 exponent bits of bias 7, 3 mantissa bits, no infinities, 448 the largest) as its uint8 bits.
 """
 from __future__ import annotations
 
@@ -25,10 +26,27 @@ DTYPES = {
     "float32": Dtype("float32", np.float32, 2.0**-24, 2.0**-126, 4),
     "float16": Dtype("float16", np.float16, 2.0**-11, 2.0**-14, 2),
     "bfloat16": Dtype("bfloat16", np.uint16, 2.0**-8, 2.0**-126, 2),
+    "float8_e4m3": Dtype("float8_e4m3", np.uint8, 2.0**-4, 2.0**-6, 1),
 }
+E4M3_MAX = 448.0
+E4M3_NAN = 0x7F                  # S.1111.111; e4m3 ("fn") has no infinities
+
+
+def _e4m3_values() -> np.ndarray:
+    """The value of each of the 256 e4m3 bit patterns (float64; NaN at 0x7F and 0xFF)."""
+    bits = np.arange(256)
+    sign = np.where(bits & 0x80, -1.0, 1.0)
+    exp, man = (bits >> 3) & 0xF, bits & 0x7
+    mag = np.where(exp == 0, man / 8.0 * 2.0**-6, (1.0 + man / 8.0) * 2.0 ** (exp - 7.0))
+    values = sign * mag
+    values[(bits & 0x7F) == E4M3_NAN] = np.nan
+    return values
+
+
+E4M3_VALUES = _e4m3_values()
 ALIASES = {"fp32": "float32", "f32": "float32", "single": "float32",
            "fp16": "float16", "f16": "float16", "half": "float16",
-           "bf16": "bfloat16"}
+           "bf16": "bfloat16", "e4m3": "float8_e4m3", "fp8": "float8_e4m3"}
 
 
 def dtype_of(name: str) -> Dtype:
@@ -40,8 +58,26 @@ def dtype_of(name: str) -> Dtype:
     return DTYPES[key]
 
 
+def encode_e4m3(values) -> np.ndarray:
+    """Round to e4m3 (nearest even), saturating at ±E4M3_MAX as the MMA's inputs are scaled to be;
+    NaN stays NaN. Returns the uint8 bit patterns."""
+    x = np.asarray(values, dtype=np.float64)
+    mag = np.minimum(np.abs(x), E4M3_MAX)
+    # the spacing of the values near each magnitude: 2^(exponent - 3), subnormals' 2^-9 below 2^-6
+    exp = np.floor(np.log2(np.maximum(mag, 2.0**-6)))
+    step = 2.0 ** (exp - 3)
+    rounded = np.round(mag / step) * step          # np.round: ties to even
+    finite = E4M3_VALUES[:0x7F]                     # the non-negative values, ascending
+    bits = np.searchsorted(finite, rounded).astype(np.uint8)
+    bits |= np.where(np.signbit(x), np.uint8(0x80), np.uint8(0))
+    bits[np.isnan(x)] = E4M3_NAN
+    return bits
+
+
 def encode(values: np.ndarray, dtype: str) -> np.ndarray:
     """Round float values to `dtype` (nearest even) and return them in storage form."""
+    if dtype == "float8_e4m3":
+        return encode_e4m3(values)
     if dtype != "bfloat16":
         return np.asarray(values).astype(DTYPES[dtype].storage, copy=False)
     bits = np.array(values, dtype=np.float32).view(np.uint32)      # a copy we may round in place
@@ -54,7 +90,9 @@ def encode(values: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def decode(stored: np.ndarray, dtype: str, to=np.float64) -> np.ndarray:
-    """Storage form -> values as `to` (float32 holds every value of the three dtypes exactly)."""
+    """Storage form -> values as `to` (float32 holds every value of the four dtypes exactly)."""
+    if dtype == "float8_e4m3":
+        return E4M3_VALUES[np.asarray(stored, dtype=np.uint8)].astype(to, copy=False)
     if dtype != "bfloat16":
         return np.asarray(stored).astype(to, copy=False)
     widened = np.asarray(stored, dtype=np.uint16).astype(np.uint32) << np.uint32(16)
@@ -68,6 +106,8 @@ def poison(shape: tuple[int, ...], dtype: str) -> np.ndarray:
 
 def negate(stored: np.ndarray, dtype: str) -> np.ndarray:
     """-values in storage form, exactly (a sign-bit flip; bfloat16's bits are uint16)."""
+    if dtype == "float8_e4m3":
+        return stored ^ np.uint8(0x80)
     return stored ^ np.uint16(0x8000) if dtype == "bfloat16" else np.negative(stored)
 
 

@@ -65,7 +65,7 @@ def _solve(problem, case, inputs):
 @pytest.mark.parametrize("name", problems.names())
 def test_reference_answer_passes_and_perturbed_answers_fail(name):
     p = problems.get(name)
-    dtype = "float32" if "float32" in p.dtypes else "float16"        # storage that += 0.25 changes
+    dtype = next(d for d in ("float32", "float16", *p.dtypes) if d in p.dtypes)
     case = next(c for c in p.cases() if c.kind == "test" and c.dtype == dtype and
                 min(v for k, v in c.shape.items() if k not in p.flags) > 1)
     inputs = p.make_inputs(case, 0)
@@ -74,11 +74,13 @@ def test_reference_answer_passes_and_perturbed_answers_fail(name):
     assert p.check(good, ref, case).ok
     out_name = next(iter(good))
     nan = {k: v.copy() for k, v in good.items()}
-    nan[out_name].reshape(-1)[-1] = np.nan
+    out_dtype = p.output_spec(case)[out_name][1]
+    nan[out_name].reshape(-1)[-1] = encode(np.array([np.nan]), out_dtype)[0]
     with pytest.raises(CheckError, match="NaN"):
         p.check(nan, ref, case)
     off = {k: v.copy() for k, v in good.items()}
-    off[out_name].reshape(-1)[0] += 0.25
+    first = decode(off[out_name].reshape(-1)[:1], out_dtype)
+    off[out_name].reshape(-1)[0] = encode(first + 0.25 * (1 + np.abs(first)), out_dtype)[0]
     with pytest.raises(CheckError, match="first at"):
         p.check(off, ref, case)
     with pytest.raises(CheckError, match="dtype"):
