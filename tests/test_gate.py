@@ -108,8 +108,9 @@ def test_the_lead_runs_gated_untimed_samples_for_its_seconds():
     e.flush = type("Flush", (), {"fill": lambda self, v, stream: None})()
     e.stream = type("Stream", (), {"sync": lambda self: None})()
     e.hold = held.append
-    e.lead(lambda: calls.append(1), 0.02)
+    lead = e.lead(lambda: calls.append(1), 0.02)
     assert calls and len(held) == len(calls) and held[0] == gate.GATE_S
+    assert lead["samples"] == len(calls) and lead["sm_clock_last_mhz"] == 1900.0 and lead["settled_after_s"] == 0.0
 
 
 def test_noise_without_drift_is_not_taken_for_settling():

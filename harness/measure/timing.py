@@ -89,6 +89,24 @@ def unsettled(samples: list[float], precision: float) -> int:
     return half if apart and abs(m1 - m2) > precision * m2 else 0
 
 
+SETTLED_FRACTION = 0.01       # a clock within this of the lead's last reading has settled
+
+
+def settling(reads: list[tuple[float, float | None]]) -> dict:
+    """(seconds, MHz) read through a cold lead -> its first and last clock and the seconds after which
+    every reading stayed within SETTLED_FRACTION of the last (None without clock readings)."""
+    mhz = [(t, m) for t, m in reads if m is not None]
+    if not mhz:
+        return {"samples": len(reads), "sm_clock_first_mhz": None, "sm_clock_last_mhz": None, "settled_after_s": None}
+    last = mhz[-1][1]
+    settled = 0.0
+    for t, m in mhz:
+        if abs(m - last) > SETTLED_FRACTION * last:
+            settled = t
+    return {"samples": len(reads), "sm_clock_first_mhz": mhz[0][1], "sm_clock_last_mhz": last,
+            "settled_after_s": settled}
+
+
 def _done(samples, crit: Criterion, started: float, drop=None) -> str | None:
     """Why sampling stops now ("precision", "timeout"), or None. With `drop`, a GPU loop's: once the
     median is precise, a drifting lead (unsettled()) is given to drop(count) and sampling goes on."""
@@ -192,11 +210,14 @@ class EventEngine:
         run()
         self.stream.sync()
 
-    def lead(self, run, seconds: float) -> None:
-        """Cold samples, untimed, for `seconds`: the GPU settles into the cold loop's own state."""
-        started = time.perf_counter()
+    def lead(self, run, seconds: float) -> dict:
+        """Cold samples, untimed, for `seconds`: the GPU settles into the cold loop's own state. The SM
+        clock read after each says how long that took (settling())."""
+        started, reads = time.perf_counter(), []
         while time.perf_counter() - started < seconds:
             self._untimed(run)
+            reads.append((time.perf_counter() - started, self.clock.read()))
+        return settling(reads)
 
     def cold(self, run, crit: Criterion | None = None) -> dict:
         crit = crit or self.crit
@@ -266,10 +287,9 @@ def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | No
     window = sustained(device, run, warmup_s / max(calls, 1), seconds=SUSTAINED_S[roofline],
                        dispatch_s=dispatch_s, hold=hold) if with_sustained else None
     with PHASES("sampling (cold)"):
-        if lead_s:
-            lead(run, lead_s)
+        settled = lead(run, lead_s) if lead_s else None
         timing = measure(run)
-    timing["warmup_calls"], timing["cold_lead_s"] = calls, lead_s
+    timing["warmup_calls"], timing["cold_lead_s"], timing["cold_lead"] = calls, lead_s, settled
     timing["sustained"] = window
     timing["device_ms_sustained"] = (window or {}).get("median_ms")
     return timing
