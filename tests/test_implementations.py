@@ -18,6 +18,8 @@ def test_correct_on_every_test_case(tmp_path, impl):
     assert rows
     bad = [f"{r['case']}: {r['status']}: {r['error'][-400:]}" for r in rows if r["status"] in BAD]
     assert not bad, "\n".join(bad)
+    if all(r["status"] == "not_applicable" for r in rows):      # e.g. NumPy on a problem with bfloat16 outputs
+        pytest.skip(f"{impl.label} takes no {impl.problem} case here: {rows[0]['reason']}")
     assert any(r["status"] == "ok" for r in rows)
     assert all(r["status"] in ("ok", "not_applicable") for r in rows)
     assert all(r["reason"] for r in rows if r["status"] == "not_applicable")

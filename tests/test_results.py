@@ -121,3 +121,14 @@ def test_resume_refuses_a_run_made_on_other_gpus(tmp_path):
     (tmp_path / "results.jsonl").write_text(json.dumps(header) + "\n" + json.dumps({"type": "end", "run": {}}) + "\n")
     with pytest.raises(resume.NothingToResume, match="is complete"):
         resume.check(tmp_path, [{"name": "NVIDIA H100 80GB HBM3"}], {})
+
+
+def test_the_schema_takes_every_dtype_a_problem_has():
+    import json
+
+    import problems
+    from harness import ROOT
+    from problems.base import DTYPES
+    schema = json.loads((ROOT / "harness" / "results" / "results.schema.json").read_text())
+    enum = set(schema["$defs"]["record"]["properties"]["dtype"]["enum"])
+    assert enum == set(DTYPES) >= {d for p in problems.names() for d in problems.get(p).dtypes}
