@@ -25,7 +25,7 @@ def ran(out, *args) -> dict:
 
 
 @pytest.mark.parametrize("args,msg", [
-    (["-p", "fft"], "unknown problem 'fft' (valid: attention, elementwise, gemm, scan, segreduce)"),
+    (["-p", "fft"], "unknown problem 'fft' (valid: attention, elementwise, gemm, gemm_fp8, scan, segreduce)"),
     (["-b", "magic"], "unknown backend 'magic' (valid: array_api"),
     (["-b", "array_api[julia]"], "no variant 'julia'"),
     (["-p", "gemm", "--shape", "M=4096,N=4096"], "gemm needs shape keys M,N,K (missing: K)\n"),
@@ -221,12 +221,15 @@ def test_quick_runs_each_problems_quick_cases_and_marks_its_rows(tmp_path):
     from tests.conftest import HAS_GPU
     jobs = plan(Options(backends=["array_api[numpy]"], quick=True))
     bench = {"attention": "4x32x4096x128-full-bfloat16", "elementwise": "268435456-float32",      # a GPU's
-             "gemm": "8192x8192x8192-bfloat16", "scan": "268435456-float32", "segreduce": "8192x32768-float32"} \
+             "gemm": "8192x8192x8192-bfloat16", "gemm_fp8": "8192x8192x8192-e4m3-blockwise",
+             "scan": "268435456-float32", "segreduce": "8192x32768-float32"} \
         if HAS_GPU else {"attention": "1x8x1024x64-full-float16", "elementwise": "16777216-float32",  # the host's
-                         "gemm": "2048x2048x2048-float32", "scan": "4194304-float32", "segreduce": "4096x4096-float32"}
+                         "gemm": "2048x2048x2048-float32", "gemm_fp8": "1024x1024x1024-e4m3-blockwise",
+                         "scan": "4194304-float32", "segreduce": "4096x4096-float32"}
     assert {(j.impl.problem, c.name) for j in jobs for c in j.cases} == {
         ("attention", "1x2x17x64-causal-bfloat16"), ("elementwise", "1001-float32"), ("gemm", "129x257x65-bfloat16"),
-        ("scan", "4097-float32"), ("segreduce", "37x4097-float32"), *bench.items()}
+        ("gemm_fp8", "129x257x256-e4m3-blockwise"), ("scan", "4097-float32"), ("segreduce", "37x4097-float32"),
+        *bench.items()}
     out = tmp_path / "out"
     r = ways("run", "-b", "array_api[numpy]", "-p", "segreduce", "--quick", "--cases", "test", "--out", str(out),
              "--html")
@@ -248,9 +251,9 @@ def test_quick_runs_each_problems_quick_cases_and_marks_its_rows(tmp_path):
     doc = json.loads((tmp_path / "all" / "results.json").read_text())
     assert sorted((x["problem"], x["status"]) for x in doc["records"]) == \
         [("attention", "not_applicable"), ("elementwise", "ok"), ("gemm", "not_applicable"),
-         ("scan", "ok"), ("segreduce", "ok")]                                        # NumPy has no bfloat16
+         ("gemm_fp8", "not_applicable"), ("scan", "ok"), ("segreduce", "ok")]      # NumPy has no bfloat16
     logs = sorted(p.name for p in (tmp_path / "all" / "logs").glob("array_api*.log"))
-    assert logs == ["array_api[numpy].attention+elementwise+gemm+scan+segreduce.log"]   # one worker for its problems
+    assert logs == ["array_api[numpy].attention+elementwise+gemm+gemm_fp8+scan+segreduce.log"]   # one worker for its problems
     bad = ways("run", "--quick", "--case", "37x4097-float32", "--out", str(tmp_path / "never"))
     assert bad.returncode == 2 and "--quick picks its own cases" in bad.stderr
 

@@ -109,6 +109,10 @@ def findings(doc: dict) -> list[str]:
         if problem not in timed:
             if bad:
                 lines.append(f"**{problem}**: nothing timed; not ok: " + _listed(bad) + ".")
+            else:
+                why = sorted({f"{impl_label(r)}: {r['reason']}" for r in doc["records"]
+                              if r["problem"] == problem and r.get("reason")})
+                lines.append(f"**{problem}** (nothing timed here): " + ("; ".join(why[:2]) or "no row ran") + ".")
             continue
         case, rows = timed[problem]
         good = [r for r in rows if counts(r)]
