@@ -6,7 +6,7 @@ import copy
 import pytest
 
 from harness.measure import gate, roofline
-from harness.measure.timing import Criterion
+from harness.measure.stopping import Criterion
 from harness.results.records import flag, flag_note
 
 
@@ -114,7 +114,7 @@ def test_the_lead_runs_gated_untimed_samples_for_its_seconds():
 
 
 def test_noise_without_drift_is_not_taken_for_settling():
-    from harness.measure.timing import unsettled
+    from harness.measure.stopping import unsettled
     noisy = [1.0 + 0.02 * ((7 * k) % 11) for k in range(60)]             # stationary, 20% spread
     assert unsettled(noisy, 0.005) == 0
     assert unsettled([2.0] * 30 + [1.8] * 30, 0.005) == 30               # a drift

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from harness.measure import nvbench_engine, roofline, timing
+from harness.measure import nvbench_engine, roofline, stopping, timing
 from harness.results import records
 from tests.conftest import ROOT
 
@@ -12,14 +12,14 @@ SAMPLE = ROOT / "tests" / "fixtures" / "nvbench_h100_sample.json"
 
 
 def test_summarize_median_iqr_noise():
-    s = timing.summarize([1e-3, 2e-3, 3e-3, 4e-3, 5e-3])
+    s = stopping.summarize([1e-3, 2e-3, 3e-3, 4e-3, 5e-3])
     assert s["median_ms"] == pytest.approx(3.0) and s["samples"] == 5
     assert s["q1_ms"] < s["median_ms"] < s["q3_ms"] and s["noise"] > 0
 
 
 def test_host_engine_stops_on_its_criterion():
     calls = []
-    out = timing.host_engine(lambda: calls.append(1), timing.Criterion(min_samples=10, min_time_s=0.0,
+    out = timing.host_engine(lambda: calls.append(1), stopping.Criterion(min_samples=10, min_time_s=0.0,
                                                                        timeout_s=0.5))
     assert out["engine"] == "host-timer" and out["stopped_by"] in ("precision", "timeout")
     assert out["host"]["samples"] >= 5 and len(calls) == out["host"]["samples"] + 1
@@ -208,7 +208,7 @@ def test_one_warm_up_leads_the_sustained_window_then_the_cold_samples(monkeypatc
 
     def lead(run, seconds):
         order.append(("lead", seconds))
-        return timing.settling([(0.1, 1700.0), (0.5, 1960.0), (0.9, 1965.0)])
+        return stopping.settling([(0.1, 1700.0), (0.5, 1960.0), (0.9, 1965.0)])
     order.clear()
     out = timing.on_gpu(Device(), lambda: None, lambda run: order.append(("cold",)) or {}, "compute", lead=lead)
     assert order[-2:] == [("lead", timing.COLD_LEAD_S["compute"]), ("cold",)] and out["cold_lead_s"] == 1.0
@@ -231,10 +231,10 @@ def test_sampling_stops_on_the_medians_precision_whatever_an_outlier_does():
     steady = [1.0 + 0.001 * (k % 5) for k in range(40)]
     outliers = steady + [3.0, 3.0]
     assert statistics.stdev(outliers) / statistics.fmean(outliers) > 0.05
-    low, high = timing.median_interval(outliers)
+    low, high = stopping.median_interval(outliers)
     assert low <= statistics.median(outliers) <= high and high - low <= 0.005
-    crit = timing.Criterion(min_samples=20, min_time_s=0.0, timeout_s=60.0)
-    assert timing._done(outliers, crit, time.perf_counter()) == "precision"
+    crit = stopping.Criterion(min_samples=20, min_time_s=0.0, timeout_s=60.0)
+    assert stopping.done(outliers, crit, time.perf_counter()) == "precision"
     spread = [1.0 + 0.05 * (k % 7) for k in range(40)]                   # a median known to 5% only
-    assert timing._done(spread, crit, time.perf_counter()) is None
-    assert timing._done(steady[:10], crit, time.perf_counter()) is None   # fewer than min_samples
+    assert stopping.done(spread, crit, time.perf_counter()) is None
+    assert stopping.done(steady[:10], crit, time.perf_counter()) is None   # fewer than min_samples

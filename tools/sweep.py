@@ -9,7 +9,8 @@ import contextlib
 import time
 
 import problems
-from harness.measure.timing import Criterion, EventEngine, warm_up
+from harness.measure.stopping import Criterion
+from harness.measure.timing import EventEngine, warm_up
 from problems.base import poison
 
 CRIT = Criterion(min_samples=10, min_time_s=0.2, timeout_s=4.0)

@@ -14,7 +14,7 @@ Works as follows, per sample:
    (`host_exposed`), its figure then holding its host's gaps as before.
 5. NVML's SM clock and board power are read after each sample; their means go with the samples, and
    `cycles` (median time x mean clock) is the per-cycle figure beside the time.
-6. Sampling stops once the median is precise (timing._done) and the samples no longer drift: a lead
+6. Sampling stops once the median is precise (stopping.done) and the samples no longer drift: a lead
    whose median is apart from the later samples' (the GPU settling from the sustained window's power
    limit) is dropped and counted (`settling_dropped`), so every row's figure is the loop's own state.
 
@@ -30,7 +30,8 @@ import time
 
 import numpy as np
 
-from harness.measure.timing import THROTTLE_FRACTION, Criterion, EventEngine, _done, summarize
+from harness.measure.stopping import Criterion, done, summarize
+from harness.measure.timing import THROTTLE_FRACTION, EventEngine
 
 GATE_S = 2e-3
 GATE_SLEEP_NS = 10_000       # the gate thread's nap between clock reads
@@ -113,7 +114,7 @@ class GatedEngine(EventEngine):
                 samples.append(ms / 1e3)
                 clocks += [mhz] if mhz is not None else []
                 watts += [w] if w is not None else []
-            stop = _done(samples, crit, started, drop) if samples else (
+            stop = done(samples, crit, started, drop) if samples else (
                 "timeout" if time.perf_counter() - started > crit.timeout_s else None)
         exposed = len(exposed_samples)
         host_exposed = exposed > MOSTLY_EXPOSED * (exposed + len(samples) + throttled)

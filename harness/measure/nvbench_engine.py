@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.measure.timing import THROTTLE_FRACTION, TIMEOUT_S
+from harness.measure.stopping import TIMEOUT_S
+from harness.measure.timing import THROTTLE_FRACTION
 
 # Criterion first: in 0.3.0 a later --stopping-criterion resets --max-noise/--min-time (nvbench #441).
 ARGS = ["-d", "0", "-q", "--stopping-criterion", "stdrel", "--max-noise", "0.5", "--min-time", "0.25",

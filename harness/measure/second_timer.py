@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import time
 
-from harness.measure.timing import summarize
+from harness.measure.stopping import summarize
 
 BATCH_S = 0.2
 MIN_CALLS = 10

@@ -19,7 +19,7 @@ from __future__ import annotations
 import statistics
 
 from harness.measure import second_timer
-from harness.measure.timing import Criterion
+from harness.measure.stopping import Criterion
 from harness.run import registry
 from harness.run.session import Session
 
