@@ -345,6 +345,22 @@ class TorchArrays:
         dst.copy_(torch_to_device(host, dtype, "cpu"))
 
 
+class CompiledTorch:
+    """Mixin for backends whose build() is torch.compile's first call, with a `cpu` variant on CPU
+    tensors: one graph a case (dynamic=False), so a worker compiles one function for more cases
+    than Dynamo's default of 8 recompiles, after which fullgraph=True fails the build."""
+    recompile_limit = 64
+
+    def device(self):
+        return "cpu" if self.variant == "cpu" else "cuda"
+
+    def load(self):
+        import torch
+        if self.variant != "cpu" and not torch.cuda.is_available():
+            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
+        torch._dynamo.config.recompile_limit = self.recompile_limit
+
+
 class TorchStream:
     """Mixin for backends that launch on torch's current stream: the harness's stream becomes it
     around build() and run() (no stream: the CPU interpreters' runs)."""

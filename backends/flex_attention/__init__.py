@@ -3,13 +3,12 @@ modification that torch.compile turns into one fused Triton kernel; causal throu
 (create_block_mask), as its docs and attn-gym's examples write it. Attention only; torch tensors on
 torch's current stream. Variant `cpu`: the same file on CPU tensors, FlexAttention's CPU kernel
 (CI runs it; small test cases only)."""
-from backends.base import Backend, TorchArrays, TorchStream, Unavailable
+from backends.base import Backend, CompiledTorch, TorchArrays, TorchStream
 
-RECOMPILE_LIMIT = 64
 CPU_WORK = 2**24          # multiply-adds of a test case the CPU variant takes
 
 
-class FlexAttention(TorchArrays, TorchStream, Backend):
+class FlexAttention(CompiledTorch, TorchArrays, TorchStream, Backend):
     family = "tile"
     extra = "torch"
     distributions = ("torch", "triton")
@@ -19,22 +18,11 @@ class FlexAttention(TorchArrays, TorchStream, Backend):
     def modules(self):
         return ("torch.nn.attention.flex_attention", "triton")
 
-    def device(self):
-        return "cpu" if self.variant == "cpu" else "cuda"
-
     def supports(self, case):
         b, h, seq, d = (case.shape[k] for k in ("B", "H", "S", "D"))
         if self.variant == "cpu" and (case.kind != "test" or b * h * seq * seq * d > CPU_WORK):
             return "FlexAttention's CPU kernel here: small test cases only"
         return None
-
-    def load(self):
-        import torch
-        if self.variant != "cpu" and not torch.cuda.is_available():
-            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
-        # one graph a case (dynamic=False): a worker compiles one function for more cases than
-        # Dynamo's default of 8 recompiles, after which fullgraph=True fails the build
-        torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
 
     def first_build_s(self, problem):
         return 20.0

@@ -7,13 +7,12 @@ call (dynamic=False: one graph a shape, as a model's fixed shapes get); Inductor
 worker's (TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR), so a warm process reuses them."""
 import math
 
-from backends.base import Backend, TorchArrays, TorchStream, Unavailable
+from backends.base import Backend, CompiledTorch, TorchArrays, TorchStream
 
-RECOMPILE_LIMIT = 64
 CPU_WORK = 2**24          # elements (or multiply-adds) of a test case the CPU variant takes
 
 
-class TorchCompile(TorchArrays, TorchStream, Backend):
+class TorchCompile(CompiledTorch, TorchArrays, TorchStream, Backend):
     family = "no kernel"
     variants = ("", "max_autotune", "cpu")
     variant_problems = {"max_autotune": ("gemm",)}   # noqa: RUF012
@@ -24,21 +23,10 @@ class TorchCompile(TorchArrays, TorchStream, Backend):
     def modules(self):
         return ("torch", "triton")
 
-    def device(self):
-        return "cpu" if self.variant == "cpu" else "cuda"
-
     def supports(self, case):
         if self.variant == "cpu" and (case.kind != "test" or math.prod(v for v in case.shape.values() if v) > CPU_WORK):
             return "Inductor's CPU code here: small test cases only"
         return None
-
-    def load(self):
-        import torch
-        if self.variant != "cpu" and not torch.cuda.is_available():
-            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
-        # one graph a case (dynamic=False): a worker compiles one function for more cases than
-        # Dynamo's default of 8 recompiles, after which fullgraph=True fails the build
-        torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
 
     def build_times_kernels(self, problem):
         return self.variant == "max_autotune"      # Inductor times its GEMM templates in the first call
