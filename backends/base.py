@@ -358,6 +358,9 @@ class CompiledTorch:
         import torch
         if self.variant != "cpu" and not torch.cuda.is_available():
             raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
+        if self.variant == "cpu" and torch.cuda.is_available():
+            # its compiles take a GPU run's cores (and the GPU's lock) for rows that time no GPU
+            raise Unavailable("a CUDA device is here: the cpu variant is for machines without one")
         torch._dynamo.config.recompile_limit = self.recompile_limit
 
 

@@ -3,6 +3,7 @@ import pytest
 
 import backends
 import problems
+from backends.base import Unavailable
 from harness.run import registry
 
 
@@ -98,3 +99,14 @@ def test_a_compiled_torch_function_may_recompile_for_every_case_of_a_worker(name
         assert config.recompile_limit >= most > 8
     finally:
         config.recompile_limit = before
+
+
+@pytest.mark.parametrize("name", ["torch_compile", "flex_attention"])
+def test_a_compiled_torch_cpu_variant_stays_out_of_a_gpu_run(name, monkeypatch):
+    """On a machine with a CUDA device the cpu variant is unavailable: on the H200 its compile-time
+    processes' builds held the GPU's lock and kept timers waiting (reports/evidence/one-sitting)."""
+    torch = pytest.importorskip("torch")
+    cpu = backends.get(name, "cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    with pytest.raises(Unavailable, match="cpu variant"):
+        cpu.load()
