@@ -1,6 +1,7 @@
 """Like-for-like timing without a GPU, on a simulated stream: the sustained window of a host-bound
 tool queued behind a GPU-side wait, every compute-bound % against the reference timed beside its
 row (the same in every lane), a lead in one mode only flagged, and the second timer's comparison."""
+import contextlib
 import time
 
 import pytest
@@ -233,3 +234,34 @@ def test_the_report_says_where_a_sustained_window_was_held_or_showed_the_host():
     assert held_note({"sustained": {"host_hidden": "gate", "exposed": False}}) == " (held)"
     assert held_note({"sustained": {"host_hidden": None, "exposed": True}}) == " (host)"
     assert held_note({"sustained": {"host_bound": False}}) == "" and held_note({}) == ""
+
+
+def test_the_reference_is_timed_cold_beside_the_row_and_its_batches_only_after(monkeypatch):
+    """A, B, A with nothing between the cold loops: the back-to-back batches of the second timer (at the
+    power limit) come after all three, or the row's cold loop would start from them, not its lead."""
+    from types import SimpleNamespace
+
+    import problems
+    from harness.run.adjacent import Adjacent
+    order = []
+    engine = SimpleNamespace(cold=lambda run, crit: order.append(("cold", run.__name__)) or {"median_ms": 1.0})
+    monkeypatch.setattr(second_timer, "host_batches", lambda run, sync: order.append(("batches", run.__name__))
+                        or {"median_ms": 1.2})
+    monkeypatch.setenv(second_timer.ENABLED_VAR, "1")
+
+    def reference():
+        pass
+
+    def row():
+        pass
+    session = SimpleNamespace(backend=SimpleNamespace(stream_context=lambda stream: contextlib.nullcontext()),
+                              stream=None, device=SimpleNamespace(sync=lambda: None))
+    adjacent = Adjacent(device=None, scratch=None)
+    monkeypatch.setattr(adjacent, "reference", lambda *a: ("array_api[torch]", session, reference))
+    gemm = problems.get("gemm")
+    timed = adjacent.around(gemm, gemm.headline_case(), "triton", engine,
+                            lambda run: order.append(("cold", run.__name__)) or {"median_ms": 0.9})
+    timing = timed(row)
+    assert order == [("cold", "reference"), ("cold", "row"), ("cold", "reference"),
+                     ("batches", "reference"), ("batches", "row"), ("batches", "reference")]
+    assert timing["adjacent"]["ms"] == 1.0 and timing["adjacent"]["second_timer_ms"] == 1.2

@@ -5,9 +5,10 @@ stream, so a row's % is against a reference measured in the state it was (roofli
 Works as follows:
 1. For a compute-bound problem, the first of its `adjacent_reference` implementations that loads
    here and takes the case is built on its own inputs of the same case, in this worker.
-2. Its cold samples (REFERENCE_CRIT: a short run of the same stopping rule) are taken before and
-   after the row's; with the second timer on, its host-timed batches are too, the row's own between
-   them: reference cold, reference second, row cold, row second, reference second, reference cold.
+2. Its cold samples (REFERENCE_CRIT: a short run of the same stopping rule) are taken right before
+   and after the row's, all three after the row's cold lead; with the second timer on, the host-timed
+   batches follow them, the row's between its reference's: reference cold, row cold, reference cold,
+   reference second, row second, reference second.
 3. The row's timing keeps both figures and their mean SM clock under `adjacent` (the reference's
    own row: `{"self": True}`).
 
@@ -82,15 +83,19 @@ class Adjacent:
         second = second_timer.wanted(problem, case)
 
         def timed(engine_run):
+            # the three cold loops back to back, in the state the row's lead left; the host-timed
+            # batches (back to back, at the power limit) only after them, or the row's cold loop would
+            # start from the reference's batches instead of from its lead
             with s.backend.stream_context(s.stream):
                 before = engine.cold(run, REFERENCE_CRIT)
-                second_before = second_timer.host_batches(run, s.device.sync) if second else None
             timing = measure(engine_run)
+            with s.backend.stream_context(s.stream):
+                after = engine.cold(run, REFERENCE_CRIT)
+                second_before = second_timer.host_batches(run, s.device.sync) if second else None
             if second:               # the row's second figure between its reference's two as well
                 timing["second_timer"] = second_timer.host_batches(engine_run, s.device.sync)
             with s.backend.stream_context(s.stream):
                 second_after = second_timer.host_batches(run, s.device.sync) if second else None
-                after = engine.cold(run, REFERENCE_CRIT)
             timing["adjacent"] = summary(label, before, after, second_before, second_after)
             return timing
         return timed
