@@ -1,8 +1,8 @@
 """C = dequant(A) @ dequant(B)^T in the Array API standard, no FP8 arithmetic: the e4m3 bits decoded
 with integer operations, each tile multiplied by its scale, one float32 product (the vendor BLAS),
-rounded to bfloat16: what a user of a library without float8 writes. NumPy and Dask over NumPy have
-no bfloat16 for C."""
-from array_api_compat import array_namespace
+rounded to bfloat16: what a user of a library without float8 writes. NumPy, Dask over NumPy and CuPy
+have no bfloat16 for C."""
+from array_api_compat import array_namespace, device
 
 from backends.array_api import library_call
 
@@ -11,7 +11,9 @@ E4M3_BIAS, E4M3_MANTISSA = 7, 8   # e4m3: 4 exponent bits of bias 7, 3 mantissa 
 
 
 def supports(case, variant=""):
-    return "NumPy has no bfloat16 for C" if variant in ("numpy", "dask") else None
+    if variant in ("numpy", "dask"):
+        return "NumPy has no bfloat16 for C"
+    return "CuPy's array-API namespace has no bfloat16 for C" if variant == "cupy" else None
 
 
 def decode_e4m3(bits, xp):
@@ -27,7 +29,7 @@ def decode_e4m3(bits, xp):
 def scaled(q, scale, rows_per_scale, xp):
     """dequant(X) for X (rows, K) in e4m3 and one scale per rows_per_scale x BLOCK tile (or one)."""
     rows, k = q.shape
-    index = xp.minimum(xp.arange(rows) // rows_per_scale, scale.shape[0] - 1)
+    index = xp.minimum(xp.arange(rows, device=device(q)) // rows_per_scale, scale.shape[0] - 1)
     per_row = xp.take(scale, index, axis=0)                                  # (rows, K / BLOCK) or (rows, 1)
     tiles = xp.reshape(decode_e4m3(q, xp), (rows, k // BLOCK, BLOCK)) * per_row[:, :, None]
     return xp.reshape(tiles, (rows, k))
