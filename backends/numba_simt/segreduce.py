@@ -22,6 +22,13 @@ VECTOR_BYTES = 16               # load2: two uint64 words
 # H200, 96.9% of the copy on 2^20 rows of 256 float32 against 70.8 with elements
 # (reports/evidence/h200-tuning/sweeps/numba-simt-segreduce.json)
 BY_GPU = {"H200": True}
+SIMULATED_ROWS = 64             # the CUDA simulator runs each of a row's 32 lanes as a Python thread
+
+
+def supports(case, variant=""):
+    if cuda_simulator() and case.shape["rows"] > SIMULATED_ROWS:
+        return f"CUDA simulator: test cases of up to {SIMULATED_ROWS} rows only"
+    return None
 
 
 def row_kernels(dtype):

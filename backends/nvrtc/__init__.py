@@ -70,6 +70,17 @@ def compile_cubin(source: str, name: str | tuple[str, ...], arch: str, include_p
     unannotated Params-building code must run in a kernel). `int128`: __int128 in device code, and
     CUTLASS told to use it (CUTLASS_UINT128_NATIVE): its uint128_t otherwise divides only on a host
     compiler it recognises, and under NVRTC a 128-bit divide in device code traps."""
+    names = (name,) if isinstance(name, str) else tuple(name)
+    key = source, names, arch, tuple(include_path), default_device, int128
+    if key not in _PROGRAMS:      # each case of a problem instantiates the same templates: compile them once
+        _PROGRAMS[key] = _compile(source, names, arch, list(include_path), default_device, int128)
+    return _PROGRAMS[key]
+
+
+_PROGRAMS = {}      # compile_cubin's arguments -> ObjectCode, for this process
+
+
+def _compile(source, names, arch, include_path, default_device, int128):
     from cuda.core import Program, ProgramOptions
     from cuda.pathfinder import find_nvidia_header_directory
     headers = {lib: find_nvidia_header_directory(lib) for lib in ("cudart", "cccl")}
@@ -79,7 +90,6 @@ def compile_cubin(source: str, name: str | tuple[str, ...], arch: str, include_p
     options = ProgramOptions(std="c++17", arch=arch, include_path=[*include_path, *headers.values()],
                              device_as_default_execution_space=default_device, device_int128=int128,
                              define_macro="CUTLASS_UINT128_NATIVE" if int128 else None)
-    names = (name,) if isinstance(name, str) else tuple(name)
     with compiling():          # NVRTC runs on the CPU (CUTLASS's GEMM: ~50 s)
         return Program(source, "c++", options=options).compile("cubin", name_expressions=names)
 
