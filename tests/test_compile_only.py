@@ -1,5 +1,6 @@
 """Without a GPU, a backend that compiles ahead of time (cuTile: export_kernel; NVRTC: a cubin
-through cuda.core; CuTe DSL: cute.compile for sm_90a; TileLang: its nvcc-built library, from its site)
+through cuda.core; CuTe DSL: cute.compile for sm_90a; TileLang: its nvcc-built library, from its site;
+Gluon: triton.compile for sm_90a)
 still compiles every test case for sm_90; the records say compile_only and, for one problem a
 backend, the compile figures say ahead_of_time."""
 import importlib.metadata
@@ -40,7 +41,8 @@ def tilelang_site() -> str | None:
 
 
 TOOLCHAIN = {"cutile": distribution("nvidia-cuda-tileiras", "cutile-aot"), "nvrtc": nvrtc_library,
-             "cute_dsl": distribution("nvidia-cutlass-dsl", "cute"), "tilelang": tilelang_site}
+             "cute_dsl": distribution("nvidia-cutlass-dsl", "cute"), "tilelang": tilelang_site,
+             "gluon": distribution("triton", "triton")}
 PAIRS = [pytest.param(b, p, id=f"{b}-{p}") for b in TOOLCHAIN for p in sorted(backends.problems_of(b))]
 COMPILE_TIMED = "elementwise"        # the problem whose compile figures each backend's test checks
 

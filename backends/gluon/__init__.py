@@ -1,0 +1,24 @@
+"""Triton's Gluon: the language under Triton's tiles, where a kernel states its own layouts, shared
+memory, mbarriers, TMA copies and warpgroup MMAs (triton.experimental.gluon; Hopper, sm_90a). Arrays
+are torch tensors on torch's current stream, as Triton's. Gluon has no interpreter: without a GPU
+(CI) each test case is compiled ahead of time for sm_90a instead (`export`)."""
+from backends.base import Backend, TorchArrays, TorchStream, Unavailable
+
+
+class Gluon(TorchArrays, TorchStream, Backend):
+    family = "tile"
+    extra = "triton"
+    distributions = ("triton", "torch")
+    min_compute_capability = (9, 0)     # wgmma and TMA
+    aot_target = "sm_90a"
+
+    def modules(self):
+        return ("triton", "torch")
+
+    def load(self):
+        import torch
+        if not torch.cuda.is_available():
+            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
+
+
+BACKEND = Gluon()
