@@ -282,3 +282,23 @@ def test_a_vendor_row_whose_sustained_batches_spread_is_no_sustained_ceiling():
     assert t["peak_basis_sustained"].startswith("array_api[torch]")
     assert t["pct_of_peak"] == pytest.approx(100 * 1.38 / 1.51)         # cold: the fastest, XLA's
     assert roofline.noisy(xla["timing"]) and not roofline.noisy(torch_row["timing"])
+
+
+def test_a_reference_whose_file_cannot_load_leaves_the_row_without_one(monkeypatch):
+    """On a node without array_api_compat, cuBLAS's file failed to import inside the row's worker and
+    every GEMM row of another tool failed with it: the reference is skipped, the row is timed."""
+    from types import SimpleNamespace
+
+    import problems
+    from harness.run.adjacent import Adjacent
+
+    def why_not(problem, case):
+        raise ModuleNotFoundError("No module named 'array_api_compat'")
+    adjacent = Adjacent(device=None, scratch=None)
+    monkeypatch.setattr(adjacent, "_session", lambda label: SimpleNamespace(why_not=why_not))
+    gemm = problems.get("gemm")
+    assert adjacent.reference(gemm, gemm.headline_case(), "gluon") is None
+
+    def measure(run):
+        return {"median_ms": 1.0}
+    assert adjacent.around(gemm, gemm.headline_case(), "gluon", None, measure) is measure
