@@ -63,6 +63,9 @@ class Backend:
     # would build it all again, so the lab measures cold ones only and says why
     builds_cached = True
     aot_target = ""                 # e.g. "sm_90": export() compiles a case for it without a GPU
+    # variants that stand in on the host for the tool's GPU code where there is no GPU (CI): a machine
+    # with one leaves them out, their builds would take a GPU run's cores for rows that time nothing
+    stand_in_variants: tuple[str, ...] = ()
     family = ""                     # no kernel, SIMT, tile, tensor-core DSL or C++: one colour each in figures
 
     # -- what a subclass declares ---------------------------------------------------------
@@ -194,6 +197,8 @@ class Backend:
             if missing:
                 hint = self.install_hint()
                 return False, f"missing {', '.join(missing)}" + (f" ({hint})" if hint else "")
+            if self.variant in self.stand_in_variants and gpu.gpus():
+                return False, f"a CUDA device is here: the {self.variant} variant is for machines without one"
             if self.device() != "cuda":
                 return True, ""
             found = gpu.gpus()
@@ -350,6 +355,7 @@ class CompiledTorch:
     tensors: one graph a case (dynamic=False), so a worker compiles one function for more cases
     than Dynamo's default of 8 recompiles, after which fullgraph=True fails the build."""
     recompile_limit = 64
+    stand_in_variants = ("cpu",)
 
     def device(self):
         return "cpu" if self.variant == "cpu" else "cuda"
@@ -358,9 +364,6 @@ class CompiledTorch:
         import torch
         if self.variant != "cpu" and not torch.cuda.is_available():
             raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
-        if self.variant == "cpu" and torch.cuda.is_available():
-            # its compiles take a GPU run's cores (and the GPU's lock) for rows that time no GPU
-            raise Unavailable("a CUDA device is here: the cpu variant is for machines without one")
         torch._dynamo.config.recompile_limit = self.recompile_limit
 
 

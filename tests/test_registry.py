@@ -3,7 +3,6 @@ import pytest
 
 import backends
 import problems
-from backends.base import Unavailable
 from harness.run import registry
 
 
@@ -101,12 +100,16 @@ def test_a_compiled_torch_function_may_recompile_for_every_case_of_a_worker(name
         config.recompile_limit = before
 
 
-@pytest.mark.parametrize("name", ["torch_compile", "flex_attention"])
-def test_a_compiled_torch_cpu_variant_stays_out_of_a_gpu_run(name, monkeypatch):
-    """On a machine with a CUDA device the cpu variant is unavailable: on the H200 its compile-time
-    processes' builds held the GPU's lock and kept timers waiting (reports/evidence/one-sitting)."""
-    torch = pytest.importorskip("torch")
+@pytest.mark.parametrize("name", ["torch_compile", "flex_attention", "warp_tiles"])
+def test_a_cpu_stand_in_variant_stays_out_of_a_gpu_run(name, monkeypatch):
+    """On a machine with a CUDA device a CPU stand-in variant is unavailable, without importing its tool:
+    on the H200 the compile-time processes' builds of torch.compile's held the GPU's lock and kept
+    timers waiting (reports/evidence/one-sitting)."""
+    from backends import gpus
     cpu = backends.get(name, "cpu")
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    with pytest.raises(Unavailable, match="cpu variant"):
-        cpu.load()
+    monkeypatch.setattr(gpus, "gpus", lambda: [{"name": "NVIDIA H200", "compute_capability": "9.0",
+                                                "driver_cuda": "13.0"}])
+    good, why = cpu.available()
+    assert not good and "cpu variant is for machines without one" in why
+    monkeypatch.setattr(gpus, "gpus", lambda: [])
+    assert cpu.available()[0] or "missing" in cpu.available()[1]

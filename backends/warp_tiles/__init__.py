@@ -22,6 +22,7 @@ class WarpTiles(Backend):
         return ("warp",)
 
     variants = ("", "no_mathdx", "cpu")
+    stand_in_variants = ("cpu",)
     variant_problems = {"no_mathdx": ("gemm",)}   # noqa: RUF012
 
     def device(self):
