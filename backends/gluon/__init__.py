@@ -21,4 +21,17 @@ class Gluon(TorchArrays, TorchStream, Backend):
             raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
 
 
+def cubin(kernel, args: dict, constexprs: dict, num_warps: int, target: str) -> bytes:
+    """`kernel` compiled for `target` (e.g. sm_90a) without a GPU, for arguments like `args` (CPU tensors,
+    descriptors, numbers: their types make the signature) and the constexprs given."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+    from triton.runtime.jit import mangle_type
+    signature = {**{name: mangle_type(a) for name, a in args.items()}, **{name: "constexpr" for name in constexprs}}
+    source = GluonASTSource(kernel, signature, constexprs)
+    arch = int(target.removeprefix("sm_").rstrip("a"))
+    return triton.compile(source, target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps}).asm["cubin"]
+
+
 BACKEND = Gluon()

@@ -113,15 +113,9 @@ def build(case, inputs, outputs, stream, variant=""):
 
 def export(case, variant, target):
     """The case's kernel compiled for `target` (sm_90a) without a GPU: its cubin."""
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
-    from triton.runtime.jit import mangle_type
+    from backends.gluon import cubin
     m, n, k = (case.shape[d] for d in "MNK")
     dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}[case.dtype]
     descs = descriptors(*(torch.empty(shape, dtype=dtype) for shape in ((m, k), (k, n), (m, n))))
-    signature = {**{name: mangle_type(d) for name, d in zip(("a_desc", "b_desc", "c_desc"), descs)},
-                 "M": "i32", "N": "i32", "K": "i32", "GROUP": "constexpr", "BUFFERS": "constexpr",
-                 "num_warps": "constexpr"}
-    source = GluonASTSource(matmul, signature, {"GROUP": GROUP, "BUFFERS": BUFFERS, "num_warps": WARPS})
-    arch = int(target.removeprefix("sm_").rstrip("a"))
-    return triton.compile(source, target=GPUTarget("cuda", arch, 32), options={"num_warps": WARPS}).asm["cubin"]
+    args = {**dict(zip(("a_desc", "b_desc", "c_desc"), descs)), "M": m, "N": n, "K": k}
+    return cubin(matmul, args, {"GROUP": GROUP, "BUFFERS": BUFFERS, "num_warps": WARPS}, WARPS, target)
