@@ -1,0 +1,71 @@
+"""C = dequant(A) @ dequant(B)^T in Triton, the way DeepGEMM-style FP8 kernels write it: a K loop of
+BK = 128 (one scale block), each block's tl.dot of the e4m3 tiles into a fresh float32 partial sum,
+which is scaled by A's per-row and B's per-column scale of that block and added into the float32
+accumulator: the promotion every 128 of K that FP8 tensor cores need (problems/gemm_fp8.py). A
+tensorwise case takes the same loop with strides of 0 into its one scale each. Output tiles in
+grouped order, autotuned over a few Hopper configs."""
+import triton
+import triton.language as tl
+
+from backends.base import compiling, timing_kernels
+from backends.triton import interpreted
+
+BK = 128                     # one scale block of K a step
+
+
+def configs():
+    if interpreted():                    # the interpreter runs one small config, no tuning
+        return [triton.Config({"BM": 32, "BN": 32, "GROUP": 4}, num_warps=4, num_stages=1)]
+    return [triton.Config({"BM": bm, "BN": bn, "GROUP": 8}, num_warps=w, num_stages=s)
+            for bm, bn, w, s in ((128, 128, 8, 3), (128, 128, 4, 4), (128, 256, 8, 3), (64, 128, 4, 4),
+                                 (128, 64, 4, 4))]
+
+
+@triton.autotune(configs=configs(), key=["M", "N", "K", "s_am"])
+@triton.jit
+def scaled_matmul(a_ptr, b_ptr, c_ptr, as_ptr, bs_ptr, M, N, K, s_am, s_ak, s_bn, s_bk,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr):
+    pid = tl.program_id(0)
+    tiles_m, tiles_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    group = pid // (GROUP * tiles_n)
+    first_m = group * GROUP
+    size_m = min(tiles_m - first_m, GROUP)
+    pid_m = first_m + (pid % (GROUP * tiles_n)) % size_m
+    pid_n = (pid % (GROUP * tiles_n)) // size_m
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None].to(tl.int64) * K + rk[None, :]
+    b_ptrs = b_ptr + rn[None, :].to(tl.int64) * K + rk[:, None]          # B is (N, K): a (BK, BN) tile
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for kb in range(0, K // BK):
+        a = tl.load(a_ptrs, mask=rm[:, None] < M, other=0).to(tl.float8e4nv, bitcast=True)
+        b = tl.load(b_ptrs, mask=rn[None, :] < N, other=0).to(tl.float8e4nv, bitcast=True)
+        sa = tl.load(as_ptr + rm * s_am + kb * s_ak, mask=rm < M, other=0.0)
+        sb = tl.load(bs_ptr + rn // BK * s_bn + kb * s_bk, mask=rn < N, other=0.0)
+        acc += tl.dot(a, b) * sa[:, None] * sb[None, :]
+        a_ptrs += BK
+        b_ptrs += BK
+    c_ptrs = c_ptr + rm[:, None].to(tl.int64) * N + rn[None, :]
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def build(case, inputs, outputs, stream, variant=""):
+    a, b, c, a_scale, b_scale = inputs["a"], inputs["b"], outputs["c"], inputs["a_scale"], inputs["b_scale"]
+    (m, k), n = a.shape, b.shape[0]
+    strides = (*a_scale.stride(), *b_scale.stride()) if case.shape["blockwise"] else (0, 0, 0, 0)
+
+    def grid(meta):
+        return (triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"]),)
+
+    scratch = c.clone()       # the autotuner launches the kernel: on a scratch C, so the outputs stay poisoned
+    if not interpreted():
+        with compiling():
+            scaled_matmul.warmup(a, b, scratch, a_scale, b_scale, m, n, k, *strides, BK=BK, grid=grid)
+    with timing_kernels():
+        scaled_matmul[grid](a, b, scratch, a_scale, b_scale, m, n, k, *strides, BK=BK)
+
+    def run():
+        scaled_matmul[grid](a, b, c, a_scale, b_scale, m, n, k, *strides, BK=BK)
+
+    return run
