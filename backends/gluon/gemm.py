@@ -98,6 +98,9 @@ def descriptors(a, b, c):
 
 
 def build(case, inputs, outputs, stream, variant=""):
+    if variant == "persistent":         # one program per SM over the tiles (_gemm_persistent.py)
+        from backends.gluon import _gemm_persistent
+        return _gemm_persistent.build(case, inputs, outputs, stream)
     a, b, c = inputs["a"], inputs["b"], outputs["c"]
     (m, k), n = a.shape, b.shape[1]
     descs = descriptors(a, b, c)
@@ -114,6 +117,9 @@ def build(case, inputs, outputs, stream, variant=""):
 def export(case, variant, target):
     """The case's kernel compiled for `target` (sm_90a) without a GPU: its cubin."""
     from backends.gluon import cubin
+    if variant == "persistent":
+        from backends.gluon import _gemm_persistent
+        return _gemm_persistent.export(case, target)
     m, n, k = (case.shape[d] for d in "MNK")
     dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}[case.dtype]
     descs = descriptors(*(torch.empty(shape, dtype=dtype) for shape in ((m, k), (k, n), (m, n))))
