@@ -202,6 +202,9 @@ class Problem:
     # a memory-bound problem's ceiling, measured in the same run: "copy" (bytes read + written, as
     # much of each) or "read" (a read stream: a reduction writes next to nothing)
     ceiling = "copy"
+    # a vendor's own kernel of the same access pattern: where its row is faster than the lab's stream of
+    # that pattern in the same run, it is the memory-bound ceiling
+    ceiling_rows: tuple[str, ...] = ()
     vendor: tuple[str, ...] = ()  # implementations whose speed is the compute-bound reference
     max_elements = 2**34          # bigger shapes are refused as impossible for one GPU
     flags: tuple[str, ...] = ()   # shape keys that are 0 or 1 (a mask on or off), not sizes
