@@ -101,5 +101,5 @@ def export(case, target):
     m, n, k = (case.shape[d] for d in "MNK")
     dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}[case.dtype]
     descs = descriptors(*(torch.empty(shape, dtype=dtype) for shape in ((m, k), (k, n), (m, n))))
-    args = {**dict(zip(("a_desc", "b_desc", "c_desc"), descs)), "M": m, "N": n, "K": k}
+    args = {**dict(zip(("a_desc", "b_desc", "c_desc"), descs, strict=True)), "M": m, "N": n, "K": k}
     return cubin(persistent_matmul, args, {"GROUP": GROUP, "BUFFERS": BUFFERS, "num_warps": WARPS}, WARPS, target)

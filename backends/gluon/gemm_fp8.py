@@ -87,7 +87,7 @@ def scaled_matmul(a_desc, b_desc, c_ptr, as_ptr, bs_ptr, M, N, K, s_am, s_ak, s_
 def descriptors(a, b):
     e4m3 = [x.view(torch.float8_e4m3fn) for x in (a, b)]
     return [TensorDescriptor.from_tensor(x, block, gl.NVMMASharedLayout.get_default_for(block, gl.float8e4nv))
-            for x, block in zip(e4m3, ([BM, BK], [BN, BK]))]
+            for x, block in zip(e4m3, ([BM, BK], [BN, BK]), strict=True)]
 
 
 def scale_strides(case, a_scale, b_scale):
@@ -116,7 +116,7 @@ def export(case, variant, target):
     a, b = torch.empty(m, k, dtype=torch.uint8), torch.empty(n, k, dtype=torch.uint8)
     a_scale, b_scale = torch.empty(m, k // BK), torch.empty(-(-n // BN), k // BK)
     a_desc, b_desc = descriptors(a, b)
-    strides = dict(zip(("s_am", "s_ak", "s_bn", "s_bk"), scale_strides(case, a_scale, b_scale)))
+    strides = dict(zip(("s_am", "s_ak", "s_bn", "s_bk"), scale_strides(case, a_scale, b_scale), strict=True))
     args = {"a_desc": a_desc, "b_desc": b_desc, "c_ptr": torch.empty(m, n, dtype=torch.bfloat16), "as_ptr": a_scale,
             "bs_ptr": b_scale, "M": m, "N": n, "K": k, **strides}
     return cubin(scaled_matmul, args, {"GROUP": GROUP, "BUFFERS": BUFFERS, "num_warps": WARPS}, WARPS, target)

@@ -1,9 +1,10 @@
 """Achieved rate and % of peak for each timed record, computed once the whole run is in:
 memory-bound problems against the ceiling of their access pattern measured in the run (a copy for
-read + write, a read stream for a reduction; Problem.ceiling), compute-bound ones against the
+read + write, a read stream for a reduction; Problem.ceiling), or a vendor's own kernel of that pattern
+where it was faster (Problem.ceiling_rows), compute-bound ones against the
 fastest vendor path for the same case (cold: each row and each vendor row against the reference timed
-beside it, adjacent.py; sustained: the vendor rows of the run whose batches agree); both also against the theoretical
-peak. A row timed at a clock off its reference's keeps its figure and says so."""
+beside it, adjacent.py; sustained: the vendor rows of the run whose batches agree); both also against
+the theoretical peak. A row timed at a clock off its reference's keeps its figure and says so."""
 from __future__ import annotations
 
 import problems
