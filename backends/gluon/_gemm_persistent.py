@@ -20,15 +20,14 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma_wait)
 
 from backends.base import compiling
+from backends.gluon._pipeline import grouped_tile, load_stage
 from backends.gluon.gemm import BM, BN, BUFFERS, GROUP, WARPS, descriptors
 
 
 @gluon.jit
 def issue_load(a_desc, b_desc, ready, a_bufs, b_bufs, off_m, off_n, k, produced, BUFFERS: gl.constexpr):
     s = produced % BUFFERS
-    mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(a_desc, [off_m, k], ready.index(s), a_bufs.index(s))
-    tma.async_copy_global_to_shared(b_desc, [k, off_n], ready.index(s), b_bufs.index(s))
+    load_stage(a_desc, (off_m, k), b_desc, (k, off_n), ready.index(s), a_bufs.index(s), b_bufs.index(s))
     return produced + 1
 
 
@@ -54,10 +53,7 @@ def persistent_matmul(a_desc, b_desc, c_desc, M, N, K, GROUP: gl.constexpr, BUFF
     produced = 0
     consumed = 0
     for tile in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
-        first_m = tile // (GROUP * tiles_n) * GROUP
-        size_m = min(tiles_m - first_m, GROUP)
-        off_m = (first_m + tile % (GROUP * tiles_n) % size_m) * BM
-        off_n = tile % (GROUP * tiles_n) // size_m * BN
+        off_m, off_n = grouped_tile(tile, M, N, BM, BN, GROUP)
         for k in range(0, min(BUFFERS - 1, steps)):
             produced = issue_load(a_desc, b_desc, ready, a_bufs, b_bufs, off_m, off_n, k * BK, produced, BUFFERS)
         acc = gl.zeros((BM, BN), dtype=gl.float32, layout=layout)
@@ -94,12 +90,3 @@ def build(case, inputs, outputs, stream, variant=""):
 
     return run
 
-
-def export(case, target):
-    """The case's kernel compiled for `target` (sm_90a) without a GPU: its cubin."""
-    from backends.gluon import cubin
-    m, n, k = (case.shape[d] for d in "MNK")
-    dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}[case.dtype]
-    descs = descriptors(*(torch.empty(shape, dtype=dtype) for shape in ((m, k), (k, n), (m, n))))
-    args = {**dict(zip(("a_desc", "b_desc", "c_desc"), descs, strict=True)), "M": m, "N": n, "K": k}
-    return cubin(persistent_matmul, args, {"GROUP": GROUP, "BUFFERS": BUFFERS, "num_warps": WARPS}, WARPS, target)

@@ -20,6 +20,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from backends.base import compiling
+from backends.gluon._pipeline import grouped_tile, load_stage
 
 BM, BN, BK = 128, 256, 64    # the widest wgmma (m64n256k16) for two warpgroups; 48 KiB of A and B a stage
 BUFFERS = 3                  # 3 x 48 KiB stages and C's 64 KiB tile fill the SM's 227 KiB
@@ -34,14 +35,7 @@ def matmul(a_desc, b_desc, c_desc, M, N, K, GROUP: gl.constexpr, BUFFERS: gl.con
     BN: gl.constexpr = c_desc.block_type.shape[1]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     dtype: gl.constexpr = a_desc.dtype
-    nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
-
-    pid = gl.program_id(0)
-    tiles_m, tiles_n = gl.cdiv(M, BM), gl.cdiv(N, BN)
-    first_m = pid // (GROUP * tiles_n) * GROUP
-    size_m = min(tiles_m - first_m, GROUP)
-    off_m = (first_m + pid % (GROUP * tiles_n) % size_m) * BM
-    off_n = pid % (GROUP * tiles_n) // size_m * BN
+    off_m, off_n = grouped_tile(gl.program_id(0), M, N, BM, BN, GROUP)
 
     a_bufs = gl.allocate_shared_memory(dtype, [BUFFERS, BM, BK], a_desc.layout)
     b_bufs = gl.allocate_shared_memory(dtype, [BUFFERS, BK, BN], b_desc.layout)
@@ -51,11 +45,8 @@ def matmul(a_desc, b_desc, c_desc, M, N, K, GROUP: gl.constexpr, BUFFERS: gl.con
 
     steps = gl.cdiv(K, BK)
     for first in gl.static_range(BUFFERS - 1):
-        mbarrier.expect(ready.index(first), nbytes, pred=first < steps)
-        tma.async_copy_global_to_shared(a_desc, [off_m, first * BK], ready.index(first), a_bufs.index(first),
-                                        pred=first < steps)
-        tma.async_copy_global_to_shared(b_desc, [first * BK, off_n], ready.index(first), b_bufs.index(first),
-                                        pred=first < steps)
+        load_stage(a_desc, (off_m, first * BK), b_desc, (first * BK, off_n), ready.index(first), a_bufs.index(first),
+                   b_bufs.index(first), pred=first < steps)
 
     layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
                                                      instr_shape=[16, BN, 256 // dtype.primitive_bitwidth])
@@ -67,11 +58,8 @@ def matmul(a_desc, b_desc, c_desc, M, N, K, GROUP: gl.constexpr, BUFFERS: gl.con
         acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
         ahead = i + BUFFERS - 1
         t = ahead % BUFFERS
-        mbarrier.expect(ready.index(t), nbytes, pred=ahead < steps)
-        tma.async_copy_global_to_shared(a_desc, [off_m, ahead * BK], ready.index(t), a_bufs.index(t),
-                                        pred=ahead < steps)
-        tma.async_copy_global_to_shared(b_desc, [ahead * BK, off_n], ready.index(t), b_bufs.index(t),
-                                        pred=ahead < steps)
+        load_stage(a_desc, (off_m, ahead * BK), b_desc, (ahead * BK, off_n), ready.index(t), a_bufs.index(t),
+                   b_bufs.index(t), pred=ahead < steps)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
     for stage in gl.static_range(BUFFERS):
         mbarrier.invalidate(ready.index(stage))
@@ -115,13 +103,11 @@ def build(case, inputs, outputs, stream, variant=""):
 
 
 def export(case, variant, target):
-    """The case's kernel compiled for `target` (sm_90a) without a GPU: its cubin."""
-    from backends.gluon import cubin
-    if variant == "persistent":
-        from backends.gluon import _gemm_persistent
-        return _gemm_persistent.export(case, target)
+    """The case's kernel (the variant's) compiled for `target` (sm_90a) without a GPU: its cubin."""
+    from backends.gluon import _gemm_persistent, cubin
+    kernel = _gemm_persistent.persistent_matmul if variant == "persistent" else matmul
     m, n, k = (case.shape[d] for d in "MNK")
     dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}[case.dtype]
     descs = descriptors(*(torch.empty(shape, dtype=dtype) for shape in ((m, k), (k, n), (m, n))))
     args = {**dict(zip(("a_desc", "b_desc", "c_desc"), descs, strict=True)), "M": m, "N": n, "K": k}
-    return cubin(matmul, args, {"GROUP": GROUP, "BUFFERS": BUFFERS, "num_warps": WARPS}, WARPS, target)
+    return cubin(kernel, args, {"GROUP": GROUP, "BUFFERS": BUFFERS, "num_warps": WARPS}, WARPS, target)

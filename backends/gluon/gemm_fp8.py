@@ -17,10 +17,11 @@ import torch
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from backends.base import compiling
+from backends.gluon._pipeline import grouped_tile, load_stage
 
 BM, BN, BK = 128, 128, 128   # BN and BK: one scale block of B; 16 KiB of A and of B a stage
 BUFFERS = 4
@@ -34,14 +35,7 @@ def scaled_matmul(a_desc, b_desc, c_ptr, as_ptr, bs_ptr, M, N, K, s_am, s_ak, s_
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = b_desc.block_type.shape[0]
-    nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
-
-    pid = gl.program_id(0)
-    tiles_m, tiles_n = gl.cdiv(M, BM), gl.cdiv(N, BN)
-    first_m = pid // (GROUP * tiles_n) * GROUP
-    size_m = min(tiles_m - first_m, GROUP)
-    off_m = (first_m + pid % (GROUP * tiles_n) % size_m) * BM
-    off_n = pid % (GROUP * tiles_n) // size_m * BN
+    off_m, off_n = grouped_tile(gl.program_id(0), M, N, BM, BN, GROUP)
 
     a_bufs = gl.allocate_shared_memory(a_desc.dtype, [BUFFERS, BM, BK], a_desc.layout)
     b_bufs = gl.allocate_shared_memory(b_desc.dtype, [BUFFERS, BN, BK], b_desc.layout)
@@ -51,11 +45,8 @@ def scaled_matmul(a_desc, b_desc, c_ptr, as_ptr, bs_ptr, M, N, K, s_am, s_ak, s_
 
     steps = K // BK
     for first in gl.static_range(BUFFERS):
-        mbarrier.expect(ready.index(first), nbytes, pred=first < steps)
-        tma.async_copy_global_to_shared(a_desc, [off_m, first * BK], ready.index(first), a_bufs.index(first),
-                                        pred=first < steps)
-        tma.async_copy_global_to_shared(b_desc, [off_n, first * BK], ready.index(first), b_bufs.index(first),
-                                        pred=first < steps)
+        load_stage(a_desc, (off_m, first * BK), b_desc, (off_n, first * BK), ready.index(first), a_bufs.index(first),
+                   b_bufs.index(first), pred=first < steps)
 
     layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
                                                      instr_shape=[16, BN, 256 // a_desc.dtype.primitive_bitwidth])
@@ -69,11 +60,8 @@ def scaled_matmul(a_desc, b_desc, c_ptr, as_ptr, bs_ptr, M, N, K, s_am, s_ak, s_
         part = warpgroup_mma(a_bufs.index(s), b_bufs.index(s).permute((1, 0)), part, use_acc=False, is_async=True)
         part = warpgroup_mma_wait(num_outstanding=0, deps=(part, ))
         ahead = i + BUFFERS
-        mbarrier.expect(ready.index(s), nbytes, pred=ahead < steps)
-        tma.async_copy_global_to_shared(a_desc, [off_m, ahead * BK], ready.index(s), a_bufs.index(s),
-                                        pred=ahead < steps)
-        tma.async_copy_global_to_shared(b_desc, [off_n, ahead * BK], ready.index(s), b_bufs.index(s),
-                                        pred=ahead < steps)
+        load_stage(a_desc, (off_m, ahead * BK), b_desc, (off_n, ahead * BK), ready.index(s), a_bufs.index(s),
+                   b_bufs.index(s), pred=ahead < steps)
         a_scale = gl.load(as_ptr + rows * s_am + i * s_ak, mask=rows < M, other=0.0)
         b_scale = gl.load(bs_ptr + off_n // BN * s_bn + i * s_bk)
         acc += part * gl.expand_dims(a_scale * b_scale, 1)
