@@ -9,6 +9,7 @@ import triton.language as tl
 
 from backends.base import compiling, timing_kernels
 from backends.triton import interpreted
+from backends.triton._grouped import grouped_tile
 
 BK = 128                     # one scale block of K a step
 
@@ -25,13 +26,7 @@ def configs():
 @triton.jit
 def scaled_matmul(a_ptr, b_ptr, c_ptr, as_ptr, bs_ptr, M, N, K, s_am, s_ak, s_bn, s_bk,
                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr):
-    pid = tl.program_id(0)
-    tiles_m, tiles_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
-    group = pid // (GROUP * tiles_n)
-    first_m = group * GROUP
-    size_m = min(tiles_m - first_m, GROUP)
-    pid_m = first_m + (pid % (GROUP * tiles_n)) % size_m
-    pid_n = (pid % (GROUP * tiles_n)) // size_m
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BM, BN, GROUP)
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)
