@@ -222,16 +222,10 @@ def kernel_name(case, config=CONFIG):
     return _names(case.dtype, config)[0]
 
 
-_COMPILED = {}      # (dtype, config, arch) -> ObjectCode
-
-
 def compile_gemm(dtype, config=CONFIG, arch="sm_90a"):
-    """Both kernels of one (dtype, config), compiled once per process (NVRTC takes ~20 s)."""
-    key = dtype, config, arch
-    if key not in _COMPILED:
-        _COMPILED[key] = compile_cubin(SOURCE, _names(dtype, config), arch,
-                                       include_path=[include_dir(), *cccl_parent()], default_device=True, int128=True)
-    return _COMPILED[key]
+    """Both kernels of one (dtype, config); compile_cubin compiles them once a process (NVRTC takes ~20 s)."""
+    return compile_cubin(SOURCE, _names(dtype, config), arch, include_path=[include_dir(), *cccl_parent()],
+                         default_device=True, int128=True)
 
 
 def export_cubin(case, arch="sm_90a") -> bytes:
