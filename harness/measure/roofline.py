@@ -119,9 +119,7 @@ def apply(doc: dict, borrowed: dict[str, dict[tuple, tuple[float, str]]] | None 
                     t["peak_basis" + SUFFIX[m]] = f"{vendor[0]} on the same case, same run, {m}" + (
                         f" (measured on {vendor[2]}: none on this GPU)" if vendor[2] else "")
                     if m == "cold":
-                        ref = vendor_rows.get((r["problem"], r["case"], vendor[0])) or {}
-                        t["reference"] = {"label": vendor[0], "ms": ref.get("device_ms_cold"),
-                                          "sm_clock_mhz": (ref.get("cold") or {}).get("sm_clock_mhz")}
+                        t["reference"] = reference_of(vendor[0], vendor_rows.get((r["problem"], r["case"], vendor[0])))
                 peak = (theo.get("flops_per_s") or {}).get(r["dtype"])
                 if peak:
                     t["pct_of_theoretical" + SUFFIX[m]] = 100 * value * 1e12 / peak
@@ -134,23 +132,26 @@ def apply(doc: dict, borrowed: dict[str, dict[tuple, tuple[float, str]]] | None 
                     t["pct_of_peak" + SUFFIX[m]] = 100 * value / faster[1]
                     t["peak_basis" + SUFFIX[m]] = f"{faster[0]} (faster than the {CEILING_BASIS[name]}), same run, {m}"
                     if m == "cold":
-                        ref = vendor_rows[(r["problem"], r["case"], faster[0])]
-                        t["reference"] = {"label": faster[0], "ms": ref.get("device_ms_cold"),
-                                          "sm_clock_mhz": (ref.get("cold") or {}).get("sm_clock_mhz")}
+                        t["reference"] = reference_of(faster[0], vendor_rows[(r["problem"], r["case"], faster[0])])
                 elif ceilings[name][m]:
                     t["pct_of_peak" + SUFFIX[m]] = 100 * value / ceilings[name][m]
                     t["peak_basis" + SUFFIX[m]] = f"{CEILING_BASIS[name]}, same run, {m}" + (
                         "" if name == problem.ceiling else f" (no {CEILING_BASIS[problem.ceiling]} in this run)")
                     if m == "cold":
-                        ref = refs.get(f"{name}_timing") or {}
-                        t["reference"] = {"label": refs.get(f"{name}_by") or name, "ms": ref.get("device_ms_cold"),
-                                          "sm_clock_mhz": (ref.get("cold") or {}).get("sm_clock_mhz")}
+                        t["reference"] = reference_of(refs.get(f"{name}_by") or name, refs.get(f"{name}_timing"))
                 if theo.get("memory_bytes_per_s"):
                     t["pct_of_theoretical" + SUFFIX[m]] = 100 * value * 1e9 / theo["memory_bytes_per_s"]
         t["suspect"] = suspect(problem.roofline, t)
         t["clock_off"], t["pct_of_peak_per_cycle"] = against_reference_clock(t)
         t["low_clock"] = None if t.get("reference") else low_clock(t, max_mhz)
         t["unconfirmed"] = unconfirmed(t) if problem.roofline == "compute" else None
+
+
+def reference_of(label: str, timing: dict | None) -> dict:
+    """What a row's cold % was computed from: the reference's label, cold time and mean SM clock."""
+    timing = timing or {}
+    return {"label": label, "ms": timing.get("device_ms_cold"),
+            "sm_clock_mhz": (timing.get("cold") or {}).get("sm_clock_mhz")}
 
 
 def noisy(t: dict) -> bool:
