@@ -326,3 +326,49 @@ def test_a_vendor_kernel_of_the_pattern_faster_than_the_stream_is_the_ceiling():
     roofline.apply(slow)
     assert slow["records"][1]["timing"]["pct_of_peak"] == pytest.approx(100 / 0.993)
     assert slow["records"][1]["timing"]["peak_basis"].startswith("two-read one-write stream, same run")
+
+
+def test_the_rows_sustained_window_is_timed_between_two_of_its_references(monkeypatch):
+    """A, B, A back to back after the row's warm-up, as the cold loops are: the sustained % is against
+    a reference at the same age of load (the second timer brackets the row the same way)."""
+    from types import SimpleNamespace
+
+    import problems
+    from harness.run import adjacent as adjacent_mod
+    order = []
+
+    def reference():
+        pass
+    monkeypatch.setattr(timing, "sustained", lambda device, run, call_s, seconds: order.append((run.__name__, seconds))
+                        or {"median_ms": 2.0 if len(order) == 1 else 2.2, "sm_clock_mhz": 1700.0})
+    session = SimpleNamespace(backend=SimpleNamespace(stream_context=lambda stream: contextlib.nullcontext()),
+                              stream=None, device=None)
+    adjacent = adjacent_mod.Adjacent(device=None, scratch=None)
+    monkeypatch.setattr(adjacent, "reference", lambda *a: ("array_api[torch]", session, reference))
+    gemm = problems.get("gemm")
+    beside = adjacent.beside(gemm, gemm.headline_case(), "triton")
+    window = beside(lambda: order.append(("row", timing.SUSTAINED_S["compute"])) or {"median_ms": 2.5})
+    assert window == {"median_ms": 2.5}
+    assert order == [("reference", adjacent_mod.REFERENCE_WINDOW_S), ("row", timing.SUSTAINED_S["compute"]),
+                     ("reference", adjacent_mod.REFERENCE_WINDOW_S)]
+    summary = adjacent_mod.summary("array_api[torch]", {"median_ms": 1.0}, {"median_ms": 1.0}, windows=adjacent.windows)
+    assert summary["sustained_ms"] == pytest.approx(2.1) and summary["sustained_sm_clock_mhz"] == 1700.0
+    monkeypatch.setattr(adjacent, "reference", lambda *a: adjacent_mod.SELF)
+    assert adjacent.beside(gemm, gemm.headline_case(), "array_api[torch]") is None and adjacent.windows is None
+
+
+def test_the_sustained_percent_is_against_the_reference_windows_beside_the_row():
+    """Two rows whose own windows ran at other moments than cuBLAS's row: each is judged on the windows
+    of cuBLAS timed before and after it; a noisy vendor row (XLA's) is no sustained ceiling."""
+    torch_row = _row("array_api", "torch", 1.41, {"label": "array_api[torch]", "self": True}, sustained_ms=1.64)
+    triton = _row("triton", "", 1.51, {**_beside(1.41), "sustained_ms": 1.70, "sustained_sm_clock_mhz": 1600.0},
+                  sustained_ms=1.80)
+    xla = _row("array_api", "jax", 1.38, {**_beside(1.41), "sustained_ms": 1.70}, sustained_ms=1.55)
+    xla["timing"]["sustained"] = {"noise": 0.088}
+    doc = {"references": {"theoretical": {}}, "records": [torch_row, triton, xla]}
+    roofline.apply(doc)
+    t = triton["timing"]
+    assert t["pct_of_peak_sustained"] == pytest.approx(100 * 1.70 / 1.80)
+    assert "timed before and after it" in t["peak_basis_sustained"] and t["peak_basis_sustained"].endswith("sustained")
+    assert t["pct_of_peak"] == pytest.approx(100 * (1.41 / 1.51) / (1.41 / 1.38))    # cold: XLA is the fastest
+    assert torch_row["timing"]["pct_of_peak_sustained"] == pytest.approx(100.0)

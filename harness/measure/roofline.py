@@ -2,8 +2,9 @@
 memory-bound problems against the ceiling of their access pattern measured in the run (a copy for
 read + write, a read stream for a reduction; Problem.ceiling), or a vendor's own kernel of that pattern
 where it was faster (Problem.ceiling_rows), compute-bound ones against the
-fastest vendor path for the same case (cold: each row and each vendor row against the reference timed
-beside it, adjacent.py; sustained: the vendor rows of the run whose batches agree); both also against
+fastest vendor path for the same case (each row and each vendor row against the reference timed
+beside it in the same mode, adjacent.py; without one, the vendor rows of the run, sustained those
+whose batches agree); both also against
 the theoretical peak. A row timed at a clock off its reference's keeps its figure and says so."""
 from __future__ import annotations
 
@@ -99,11 +100,13 @@ def apply(doc: dict, borrowed: dict[str, dict[tuple, tuple[float, str]]] | None 
             if t.get(MODES[m]) is None:
                 t["peak_basis"] = "host timer: no GPU peak applies"
                 continue
-            adjacent = adjacent_ceiling(r, doc) if problem.roofline == "compute" and m == "cold" else None
+            adjacent = adjacent_ceiling(r, doc, m) if problem.roofline == "compute" else None
             if adjacent:
-                t["pct_of_peak"], t["peak_basis"], t["reference"] = adjacent
+                t["pct_of_peak" + SUFFIX[m]], t["peak_basis" + SUFFIX[m]], reference = adjacent
+                if m == "cold":
+                    t["reference"] = reference
                 peak = (theo.get("flops_per_s") or {}).get(r["dtype"])
-                t["pct_of_theoretical"] = 100 * value * 1e12 / peak if peak else None
+                t["pct_of_theoretical" + SUFFIX[m]] = 100 * value * 1e12 / peak if peak else None
             elif problem.roofline == "compute":
                 lent, timed = (borrowed or {}).get(m) or {}, []       # (label, rate, where it was measured)
                 for label in problem.vendor:
@@ -169,15 +172,22 @@ def adjacent_speed(r: dict, own_ms=lambda t: t.get("device_ms_cold"), reference_
     return 1.0 if adj.get("self") else (adj[reference_key] / ms if adj.get(reference_key) else None)
 
 
-def adjacent_ceiling(r: dict, doc: dict) -> tuple[float, str, dict] | None:
-    """A compute-bound row's cold % against the fastest vendor path, every figure taken against the
-    reference timed beside it (adjacent.py): (%, basis, reference), or None where the row or every
-    vendor row lacks one. The reference is stated as its time in the row's own state."""
-    speed, problem = adjacent_speed(r), problems.get(r["problem"])
+def adjacent_ceiling(r: dict, doc: dict, mode: str = "cold") -> tuple[float, str, dict] | None:
+    """A compute-bound row's % against the fastest vendor path in `mode`, every figure taken against
+    the reference timed beside it (adjacent.py: cold loops, or sustained windows, before and after the
+    row's): (%, basis, reference), or None where the row or every vendor row lacks one. The reference
+    is stated as its time in the row's own state. A vendor row whose sustained batches spread (noisy())
+    is no sustained ceiling."""
+    key, clock = ("ms", "sm_clock_mhz") if mode == "cold" else ("sustained_ms", "sustained_sm_clock_mhz")
+
+    def own_ms(t):
+        return t.get(MODES[mode])
+    speed, problem = adjacent_speed(r, own_ms, key), problems.get(r["problem"])
     if speed is None:
         return None
-    vendor = [(impl_label(v), adjacent_speed(v)) for v in doc["records"]
-              if v["problem"] == r["problem"] and v["case"] == r["case"] and impl_label(v) in problem.vendor]
+    vendor = [(impl_label(v), adjacent_speed(v, own_ms, key)) for v in doc["records"]
+              if v["problem"] == r["problem"] and v["case"] == r["case"] and impl_label(v) in problem.vendor
+              and not (mode == "sustained" and noisy(v.get("timing") or {}))]
     vendor = [(label, x) for label, x in vendor if x]
     if not vendor:
         return None
@@ -185,11 +195,11 @@ def adjacent_ceiling(r: dict, doc: dict) -> tuple[float, str, dict] | None:
     t = r["timing"]
     adj = t["adjacent"]
     own = adj.get("self")
-    ref_ms = t["device_ms_cold"] if own else adj["ms"]
+    ref_ms = own_ms(t) if own else adj[key]
     reference = {"label": best_label, "ms": ref_ms / best, "adjacent": adj["label"],
-                 "sm_clock_mhz": (t.get("cold") or {}).get("sm_clock_mhz") if own else adj.get("sm_clock_mhz")}
+                 "sm_clock_mhz": (t.get(mode) or {}).get("sm_clock_mhz") if own else adj.get(clock)}
     beside = "the row itself" if own else f"{adj['label']} timed before and after it in its worker"
-    return 100 * speed / best, f"{best_label} on the same case, against {beside}, cold", reference
+    return 100 * speed / best, f"{best_label} on the same case, against {beside}, {mode}", reference
 
 
 def unconfirmed(t: dict) -> str | None:

@@ -173,9 +173,10 @@ class EventEngine:
 
 # Untimed cold samples between the sustained window and the cold figures, by the problem's roofline:
 # the GPU's power average (over about a second) still holds the window's power limit, so a
-# compute-bound cold loop that stops early runs at a lower clock, by how soon it stopped. A
-# memory-bound kernel keeps its clock and needs none.
-COLD_LEAD_S = {"compute": 1.0, "memory": 0.0}
+# compute-bound cold loop that stops early runs at a lower clock, by how soon it stopped. On the H200
+# every lead recorded settled within 0.33 s (`cold_lead.settled_after_s`); half a second keeps a margin.
+# A memory-bound kernel keeps its clock and needs none.
+COLD_LEAD_S = {"compute": 0.5, "memory": 0.0}
 
 MODES_VAR = "WAYS_TIMING_MODES"     # "cold": `ways run --quick` (a demo in minutes) has no sustained mode
 
@@ -185,7 +186,7 @@ def sustained_wanted() -> bool:
 
 
 def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | None = None,
-           with_sustained: bool = True, hold=None, lead=None) -> dict:
+           with_sustained: bool = True, hold=None, lead=None, beside=None) -> dict:
     """A GPU case's timing: the warm-up, the sustained window right after it (the warm-up is its
     lead: no gap between them), then the cold figures from `measure(run)` (nvbench or events).
     The sustained mode comes first so that one warm-up serves both: after the cold samples' rests
@@ -194,13 +195,16 @@ def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | No
     figure (device_ms_warm: None). `hold(seconds)` queues a GPU-side wait on the stream (the gated
     engine's), which hides a host-bound tool's dispatch from the sustained window; `lead(run, seconds)`
     (the engine's) runs untimed cold samples for COLD_LEAD_S before the cold ones count, so that
-    every row's cold figures come from the cold loop's own state, not the sustained window's."""
+    every row's cold figures come from the cold loop's own state, not the sustained window's.
+    `beside(window)` runs the row's window (a function) between its reference's (adjacent.py)."""
     warmup_s = WARMUP_S[roofline] if warmup_s is None else warmup_s
     lead_s = COLD_LEAD_S[roofline] if lead is not None else 0.0
     # cold figures alone (`--quick`): the lead settles the GPU in the cold loop's state, no warm-up first
     calls, dispatch_s = warm_up(run, device.sync, warmup_s) if with_sustained or not lead_s else (0, None)
-    window = sustained(device, run, warmup_s / max(calls, 1), seconds=SUSTAINED_S[roofline],
-                       dispatch_s=dispatch_s, hold=hold) if with_sustained else None
+    def row_window():
+        return sustained(device, run, warmup_s / max(calls, 1), seconds=SUSTAINED_S[roofline],
+                         dispatch_s=dispatch_s, hold=hold)
+    window = (beside(row_window) if beside else row_window()) if with_sustained else None
     with PHASES("sampling (cold)"):
         settled = lead(run, lead_s) if lead_s else None
         timing = measure(run)

@@ -9,7 +9,10 @@ Works as follows:
    and after the row's, all three after the row's cold lead; with the second timer on, the host-timed
    batches follow them, the row's between its reference's: reference cold, row cold, reference cold,
    reference second, row second, reference second.
-3. The row's timing keeps both figures and their mean SM clock under `adjacent` (the reference's
+3. The sustained mode likewise (beside()): the reference's windows of REFERENCE_WINDOW_S right
+   before and after the row's, all three after the row's warm-up, so the sustained % is against a
+   reference at the same age of back-to-back load, as the second timer's is.
+4. The row's timing keeps the figures and their mean SM clock under `adjacent` (the reference's
    own row: `{"self": True}`).
 
 Constraints: a reference that cannot load, build or run here (no torch) leaves the row without one
@@ -19,12 +22,16 @@ from __future__ import annotations
 
 import statistics
 
-from harness.measure import second_timer
+from harness.measure import second_timer, timing as timing_mod
 from harness.measure.stopping import Criterion
 from harness.run import registry
 from harness.run.session import Session
 
 REFERENCE_CRIT = Criterion(min_samples=10, min_time_s=0.05, timeout_s=1.0)
+# Each of the reference's two sustained windows around the row's: half the row's own, so that the
+# three together take as long as two of the row's (a compute-bound window's ten batches stay over
+# 10 ms each on every headline case).
+REFERENCE_WINDOW_S = timing_mod.SUSTAINED_S["compute"] / 2
 SELF = "self"       # the row is its case's reference: its own samples are the reference's
 
 
@@ -35,6 +42,7 @@ class Adjacent:
         self.device, self.scratch = device, scratch
         self.sessions: dict[str, Session | None] = {}
         self.built: dict[tuple[str, str], object] = {}
+        self.windows: tuple[dict, dict] | None = None     # the reference's sustained windows, this row's
 
     def _session(self, label: str) -> Session | None:
         if label not in self.sessions:
@@ -72,8 +80,28 @@ class Adjacent:
             return label, s, self.built[key]
         return None
 
+    def beside(self, problem, case, own_label: str):
+        """A function of the row's sustained window that runs it between two of its reference's (A, B, A),
+        keeping theirs for around()'s summary; None where the row is the reference or has none."""
+        self.windows = None
+        ref = self.reference(problem, case, own_label)
+        if ref is None or ref is SELF:
+            return None
+        _, s, run = ref
+
+        def windows(row_window):
+            with s.backend.stream_context(s.stream):
+                before = timing_mod.sustained(s.device, run, 0.0, seconds=REFERENCE_WINDOW_S)
+            window = row_window()
+            with s.backend.stream_context(s.stream):
+                after = timing_mod.sustained(s.device, run, 0.0, seconds=REFERENCE_WINDOW_S)
+            self.windows = before, after
+            return window
+        return windows
+
     def around(self, problem, case, own_label: str, engine, measure):
         """`measure` with the reference's cold samples before and after it (A, B, A)."""
+        self.windows = None
         ref = self.reference(problem, case, own_label)
         if ref is None:
             return measure
@@ -99,14 +127,15 @@ class Adjacent:
                 timing["second_timer"] = second_timer.host_batches(engine_run, s.device.sync)
             with s.backend.stream_context(s.stream):
                 second_after = second_timer.host_batches(run, s.device.sync) if second else None
-            timing["adjacent"] = summary(label, before, after, second_before, second_after)
+            timing["adjacent"] = summary(label, before, after, second_before, second_after, self.windows)
             return timing
         return timed
 
 
 def summary(label: str, before: dict, after: dict, second_before: dict | None = None,
-            second_after: dict | None = None) -> dict:
-    """The reference's two figures and their mean, as a row's timing keeps them."""
+            second_after: dict | None = None, windows: tuple[dict, dict] | None = None) -> dict:
+    """The reference's two figures and their mean, as a row's timing keeps them (cold; the second
+    timer's and the sustained windows' where they were taken)."""
     ms = [x["median_ms"] for x in (before, after) if x.get("median_ms")]
     mhz = [x["sm_clock_mhz"] for x in (before, after) if x.get("sm_clock_mhz")]
     watts = [x["power_w"] for x in (before, after) if x.get("power_w")]
@@ -116,4 +145,10 @@ def summary(label: str, before: dict, after: dict, second_before: dict | None = 
            "power_w": statistics.fmean(watts) if watts else None}
     if second_before and second_after:
         out["second_timer_ms"] = statistics.fmean([second_before["median_ms"], second_after["median_ms"]])
+    sustained = [w.get("median_ms") for w in windows or ()]
+    if len(sustained) == 2 and all(sustained):
+        mhz = [w["sm_clock_mhz"] for w in windows if w.get("sm_clock_mhz")]
+        out.update(sustained_before_ms=sustained[0], sustained_after_ms=sustained[1],
+                   sustained_ms=statistics.fmean(sustained),
+                   sustained_sm_clock_mhz=statistics.fmean(mhz) if mhz else None)
     return out

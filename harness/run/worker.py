@@ -107,16 +107,17 @@ class Worker:
         def timed():
             last["out"] = b.run()
 
-        if self.engine is not None:      # the reference's cold samples before and after the row's
+        with_sustained, beside = timing_mod.sustained_wanted(), None
+        if self.engine is not None:      # the reference's cold samples and windows before and after the row's
             self.adjacent = self.adjacent or Adjacent(s.device, self.scratch)
             measure = self.adjacent.around(problem, case, s.backend.label(), self.engine, measure)
+            beside = self.adjacent.beside(problem, case, s.backend.label()) if with_sustained else None
         # no other worker's kernels in the timed window
         with s.backend.stream_context(s.stream), s.gpu_work(alone=True):
             timing = timing_mod.on_gpu(s.device, timed, measure, problem.roofline,
-                                       with_sustained=timing_mod.sustained_wanted(),
-                                       hold=getattr(self.engine, "hold", None),
-                                       lead=getattr(self.engine, "lead", None)) if s.device.kind == "cuda" \
-                else measure(timed)
+                                       with_sustained=with_sustained, hold=getattr(self.engine, "hold", None),
+                                       lead=getattr(self.engine, "lead", None), beside=beside) \
+                if s.device.kind == "cuda" else measure(timed)
             if "host_ms" not in timing:
                 timing.update(timing_mod.host_call_costs(timed, s.device.sync))
             if s.device.kind == "cuda" and second_timer.wanted(problem, case) and "second_timer" not in timing:
