@@ -197,7 +197,8 @@ def test_one_warm_up_leads_the_sustained_window_then_the_cold_samples(monkeypatc
         def sync(self):
             pass
     order = []
-    monkeypatch.setattr(timing, "warm_up", lambda run, sync, seconds: order.append(("warm-up", seconds)) or (4, 1e-5))
+    monkeypatch.setattr(timing, "warm_up", lambda run, sync, seconds, max_seconds=None: order.append(
+        ("warm-up", seconds)) or {"calls": 4, "seconds": 1.0, "settled": True, "dispatch_s": 1e-5})
     monkeypatch.setattr(timing, "sustained", lambda device, run, call_s, seconds, dispatch_s, hold:
                         order.append(("sustained", seconds, dispatch_s)) or {"median_ms": 2.0})
     out = timing.on_gpu(Device(), lambda: None, lambda run: order.append(("cold",)) or {"device_ms_cold": 1.0},
@@ -239,3 +240,23 @@ def test_sampling_stops_on_the_medians_precision_whatever_an_outlier_does():
     spread = [1.0 + 0.05 * (k % 7) for k in range(40)]                   # a median known to 5% only
     assert stopping.done(spread, crit, time.perf_counter()) is None
     assert stopping.done(steady[:10], crit, time.perf_counter()) is None   # fewer than min_samples
+
+
+def test_a_compute_bound_warm_up_runs_on_until_its_calls_settle(monkeypatch):
+    """A kernel that slows by 3% over its first 1.5 s of load (a GPU reaching its power limit), then
+    holds: the warm-up stops once the last half second is as fast as the one before it, not after a
+    fixed second; a kernel that never settles stops at the cap, saying so."""
+    clock = {"t": 0.0}
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock["t"])
+
+    def kernel(slowing_s, by=0.03):
+        def run():
+            clock["t"] += 1e-3 * (1 + by * min(clock["t"], slowing_s) / slowing_s)
+        return run
+    out = timing.warm_up(kernel(1.5), lambda: None, 1.0, 4.0)
+    assert out["settled"] and 1.5 < out["seconds"] < 4.0
+    never = timing.warm_up(kernel(8.0, by=0.2), lambda: None, 1.0, 4.0)
+    assert never["settled"] is False and never["seconds"] >= 4.0
+    fixed = timing.warm_up(kernel(1.5), lambda: None, 0.25)           # memory-bound: no settling rule
+    assert fixed["settled"] is None and 0.25 <= fixed["seconds"] < 0.3
+    assert not timing.settled([(0.0, 0), (0.6, 8)])                   # too few marks to judge

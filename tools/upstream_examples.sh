@@ -8,7 +8,9 @@
 #       | tar -x -C .upstream/cutile-python
 #   git -C <NVIDIA/cccl> archive 69702a9f63088e9b8b3397ab10621b31338dfaff python/cuda_cccl/benchmarks/compute \
 #       | tar -x -C .upstream/cccl          # == cuda-cccl 1.1.1's segmented reduce
-#   bash tools/upstream_examples.sh OUTDIR [cutile] [cccl] [cccl-scan] [numba]
+#   (.upstream/triton-gluon: python/tutorials/gluon/05-wgmma.py and 07-persistence.py of triton-lang/triton
+#    e7fb8414, whose triton/experimental/gluon is Triton 3.6's, by read_file of the code index)
+#   bash tools/upstream_examples.sh OUTDIR [cutile] [cccl] [cccl-scan] [numba] [gluon]
 #
 # cutile: samples/MatMul.py's cutile_matmul timed by the samples' own report_benchmark (back to back),
 #   and test/bench_matmul.py's launcher and torch.matmul timed by its CUDA-graph runner (L2 flushed);
@@ -17,6 +19,9 @@
 #   case); cccl-scan: benchmarks/compute/scan/exclusive/sum.py (nvbench, L2 flushed) at 2^20 and 2^28
 #   float32, as published; numba: the vector-add kernel of numba-cuda's doc example test_vecadd.py (shipped in the
 #   installed wheel), launched as the example does, timed with CUDA events back to back.
+# gluon: Gluon's Hopper GEMM tutorial 07-persistence.py (float16, its Hopper settings: 128x256x64 tiles,
+#   3 buffers, 8 warps), pipelined and persistent-pipelined with its grouped scheduler, and torch.matmul
+#   beside, each timed by the tutorial's own do_bench_cudagraph at 8192^3 and 4096^3.
 set -uo pipefail
 out=${1:?usage: upstream_examples.sh OUTDIR [cutile] [cccl] [numba]}; shift
 mkdir -p "$out"; out=$(cd "$out" && pwd); CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
@@ -83,6 +88,28 @@ cccl-scan)   # cuda.compute's own scan benchmark (exclusive sum, nvbench, L2 flu
   d=.upstream/cccl/python/cuda_cccl/benchmarks/compute/scan/exclusive
   (cd $d && python sum.py -b base -a "T{ct}=F32" -a "Elements{io}[pow2]=[20,28]" --md "$out/cccl-scan.md") \
     2>&1 | tail -20 | tee "$out/cccl-scan.txt"
+  ;;
+gluon)
+  (cd .upstream/triton-gluon && python - <<'EOF') 2>&1 | tee "$out/gluon-tutorial.txt"
+import importlib, sys
+import torch, triton
+sys.path.insert(0, ".")                               # 07 imports 05-wgmma by name
+tutorial = importlib.import_module("07-persistence")
+print(torch.cuda.get_device_name(), "triton", triton.__version__,
+      "tutorials/gluon/07-persistence.py, 128x256x64, 3 buffers, 8 warps, do_bench_cudagraph")
+for n in (8192, 4096):
+    a, b = (torch.randn(n, n, device="cuda", dtype=torch.float16) for _ in range(2))
+    c = torch.empty(n, n, device="cuda", dtype=torch.float16)
+    grouped = tutorial.GroupedPersistentTileScheduler(8)
+    for name, fn in (("matmul_pipelined", lambda: tutorial.matmul_pipelined(a, b, c, 128, 256, 64, 3, 8)),
+                     ("persistent_matmul_pipelined", lambda: tutorial.persistent_matmul_pipelined(
+                         a, b, c, 128, 256, 64, 3, 8, grouped)),
+                     ("torch.matmul", lambda: torch.matmul(a, b, out=c))):
+        fn()
+        ok = torch.allclose(c.float(), (a.float() @ b.float()), atol=0.5, rtol=0.02)
+        ms = triton.testing.do_bench_cudagraph(fn)
+        print(f"{n}^3 float16 {name}: {ms:.4f} ms, {2 * n**3 / ms / 1e9:.1f} TFLOP/s, matches torch: {ok}")
+EOF
   ;;
 numba)
   python - <<'EOF' 2>&1 | tee "$out/numba-vecadd.txt"

@@ -8,7 +8,8 @@ calls run back to back, as a loop in an application runs them, and the GPU settl
 power limit allows. Each mode records the mean SM clock it ran at.
 
 Works as follows (on_gpu; both GPU engines):
-1. A warm-up of back-to-back calls (WARMUP_S by roofline: a compute-bound kernel runs into the power
+1. A warm-up of back-to-back calls (WARMUP_S by roofline; a compute-bound one on until its calls settle,
+   WARMUP_MAX_S at most: a compute-bound kernel runs into the power
    limit and needs longer to settle than a memory-bound one, whose time does not follow the clock).
 2. The sustained window right after it, the warm-up as its lead (SUSTAINED_S, SUSTAINED_BATCHES).
 3. A compute-bound row's cold lead (COLD_LEAD_S): untimed cold samples until the GPU's power average
@@ -40,27 +41,58 @@ LOW_CLOCK_FRACTION = 0.75
 
 # Back-to-back calls before anything is timed, by the problem's roofline: every case starts from a GPU
 # at its working clocks and temperature rather than from whatever the previous case left. A
-# power-bound kernel (a GEMM) needs a second to settle at its power limit (with less, its first
-# back-to-back batches run faster than a settled loop's); a memory-bound kernel's time does not move
-# with the SM clock.
+# power-bound kernel (a GEMM) runs into its power limit and needs seconds to settle there, so a
+# compute-bound warm-up goes on past WARMUP_S until the last SETTLE_WINDOW_S of calls ran as fast as
+# the window before it, within SETTLE_TOLERANCE, or until WARMUP_MAX_S. One second was not enough on
+# the H200: windows timed right after it ran 2-4% faster than the same calls seconds later (cute_dsl
+# attention 1.730 ms a call after it, 1.803 ms by the second timer; cuDNN's windows 0.75 s apart 1.820
+# and 1.920 ms, settled 1.825). A memory-bound kernel's time does not move with the SM clock.
 WARMUP_S = {"compute": 1.0, "memory": 0.25}
+WARMUP_MAX_S = {"compute": 4.0, "memory": 0.25}
+SETTLE_WINDOW_S = 0.5
+SETTLE_TOLERANCE = 0.005
+SYNC_EVERY_S = 0.05        # the host synchronizes at least this often (every 8 calls at most), its marks
+SYNC_CALLS = 8             # timing the windows; one synchronize's gap is then under 0.1% of the calls
+
+
+def settled(marks: list[tuple[float, int]], window_s: float = SETTLE_WINDOW_S,
+            tolerance: float = SETTLE_TOLERANCE) -> bool:
+    """Whether the last `window_s` of back-to-back calls took as long a call as the `window_s` before
+    them, within `tolerance`; `marks` are (seconds, calls done) at each synchronize."""
+    end_s, end_calls = marks[-1]
+
+    def at(t):      # the last mark at or before t
+        return next(((s, c) for s, c in reversed(marks) if s <= t), None)
+    mid, first = at(end_s - window_s), at(end_s - 2 * window_s)
+    if first is None or mid is None or not (first[1] < mid[1] < end_calls):
+        return False
+    later = (end_s - mid[0]) / (end_calls - mid[1])
+    earlier = (mid[0] - first[0]) / (mid[1] - first[1])
+    return abs(later / earlier - 1) <= tolerance
 
 
 @PHASES.timed("warm-up")
-def warm_up(run, sync, seconds: float) -> tuple[int, float]:
-    """Back-to-back calls until `seconds` pass, so every case starts sampling from a GPU at its
-    working clocks and temperature rather than from whatever the previous case left: the number of
-    calls, and the median seconds one takes to return on the host (its dispatch)."""
-    started, calls, dispatch = time.perf_counter(), 0, []
-    while time.perf_counter() - started < seconds:
+def warm_up(run, sync, seconds: float, max_seconds: float | None = None) -> dict:
+    """Back-to-back calls for `seconds`, then on until they have settled (settled()) or `max_seconds`,
+    so every case starts sampling from a GPU at its working clocks and temperature: the calls, the
+    seconds, whether they settled, and the median seconds one call takes to return on the host (its
+    dispatch)."""
+    max_seconds = max(seconds, max_seconds or seconds)
+    started, calls, dispatch, marks, every = time.perf_counter(), 0, [], [(0.0, 0)], 1
+    done = False
+    while not done:
         t0 = time.perf_counter()
         run()
         dispatch.append(time.perf_counter() - t0)
         calls += 1
-        if calls % 8 == 0:
+        if calls % every == 0:
             sync()
-    sync()
-    return calls, statistics.median(dispatch) if dispatch else 0.0
+            marks.append((time.perf_counter() - started, calls))
+            (s0, c0), (s1, c1) = marks[-2], marks[-1]
+            every = max(1, min(SYNC_CALLS, int(SYNC_EVERY_S / max((s1 - s0) / (c1 - c0), 1e-7))))
+            done = s1 >= seconds and (s1 >= max_seconds or settled(marks))
+    return {"calls": calls, "seconds": marks[-1][0], "settled": settled(marks) if max_seconds > seconds else None,
+            "dispatch_s": statistics.median(dispatch)}
 
 
 @PHASES.timed("host timing")
@@ -197,18 +229,22 @@ def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | No
     (the engine's) runs untimed cold samples for COLD_LEAD_S before the cold ones count, so that
     every row's cold figures come from the cold loop's own state, not the sustained window's.
     `beside(window)` runs the row's window (a function) between its reference's (adjacent.py)."""
-    warmup_s = WARMUP_S[roofline] if warmup_s is None else warmup_s
+    default_warmup, warmup_s = warmup_s is None, WARMUP_S[roofline] if warmup_s is None else warmup_s
     lead_s = COLD_LEAD_S[roofline] if lead is not None else 0.0
     # cold figures alone (`--quick`): the lead settles the GPU in the cold loop's state, no warm-up first
-    calls, dispatch_s = warm_up(run, device.sync, warmup_s) if with_sustained or not lead_s else (0, None)
+    warm = warm_up(run, device.sync, warmup_s, WARMUP_MAX_S[roofline] if default_warmup else None) \
+        if with_sustained or not lead_s else {"calls": 0, "seconds": 0.0, "settled": None, "dispatch_s": None}
+    calls, dispatch_s = warm["calls"], warm["dispatch_s"]
+
     def row_window():
-        return sustained(device, run, warmup_s / max(calls, 1), seconds=SUSTAINED_S[roofline],
+        return sustained(device, run, warm["seconds"] / max(calls, 1), seconds=SUSTAINED_S[roofline],
                          dispatch_s=dispatch_s, hold=hold)
     window = (beside(row_window) if beside else row_window()) if with_sustained else None
     with PHASES("sampling (cold)"):
-        settled = lead(run, lead_s) if lead_s else None
+        lead_state = lead(run, lead_s) if lead_s else None
         timing = measure(run)
-    timing["warmup_calls"], timing["cold_lead_s"], timing["cold_lead"] = calls, lead_s, settled
+    timing["warmup_calls"], timing["cold_lead_s"], timing["cold_lead"] = calls, lead_s, lead_state
+    timing["warm_up"] = {k: warm[k] for k in ("seconds", "settled")}
     timing["sustained"] = window
     timing["device_ms_sustained"] = (window or {}).get("median_ms")
     return timing

@@ -3,7 +3,7 @@ and every implementation (their vendor rows with them): a `ways run` of those ca
 worker also times each row with host-synchronized batches (measure/second_timer.py), the
 compute-bound rows' adjacent reference too.
 
-    ways timer-check --out DIR [-b B ...] [--jobs N]     (GPU; DIR/results.json, crosscheck.json and .md)
+    ways timer-check --out DIR [-p P ...] [-b B ...] [--jobs N]   (GPU; DIR/results.json, crosscheck.json, .md)
 
     ways timer-check --from DIR/results.json --out DIR2    (no GPU: the comparison of a run made so)
 
@@ -100,6 +100,8 @@ def markdown(rows: list[dict], tolerance: float) -> str:
 
 def add_arguments(ap) -> None:
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("-p", "--problem", action="append", default=[], choices=problems.names(),
+                    help="only these problems' headline cases (default: every problem's)")
     ap.add_argument("-b", "--backend", action="append", default=[],
                     help="only these (default: every default backend)")
     ap.add_argument("--jobs", type=int, default=1, help="implementations at once, as `ways run --jobs`")
@@ -115,7 +117,7 @@ def main(args) -> int:
         roofline.apply(doc)              # the %s by the lab's rules now, from the run's own timings
     else:
         os.environ[second_timer.ENABLED_VAR] = "1"           # the workers inherit it
-        names = problems.names()
+        names = args.problem or problems.names()
         doc = Run(Options(problems=names, backends=args.backend, kinds=("bench",), jobs=args.jobs, out=args.out,
                           case_names=tuple(problems.get(p).headline_case().name for p in names),
                           measure_compile=False)).execute()
