@@ -41,7 +41,7 @@ def test_a_step_stops_its_command_at_the_limit_and_packs_its_folder(tmp_path, mo
     monkeypatch.setattr(gpu_node, "STOP_GRACE_S", 5)
     script = ("import signal, sys, time, pathlib\n"
               "def stop(*a):\n    pathlib.Path(sys.argv[1]).write_text('kept'); sys.exit(130)\n"
-              "signal.signal(signal.SIGINT, stop)\ntime.sleep(60)\n")
+              "signal.signal(signal.SIGINT, stop)\nprint('started', flush=True)\ntime.sleep(60)\n")
 
     def slow(step):
         step.run([sys.executable, "-c", script, str(step.folder / "written-on-sigint.txt")])
@@ -51,6 +51,7 @@ def test_a_step_stops_its_command_at_the_limit_and_packs_its_folder(tmp_path, mo
     assert time.monotonic() - t0 < 30
     with tarfile.open(tmp_path / "out" / "demo.tgz") as tar:
         assert tar.extractfile("demo/written-on-sigint.txt").read() == b"kept"
+        assert tar.extractfile(f"demo/{gpu_node.OUTPUT_LOG}").read() == b"started\n"     # its output kept
     assert signal.SIGINT == 2
 
 

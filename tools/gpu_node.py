@@ -19,7 +19,8 @@ Works as follows:
    TileLang's for their workers only, through WAYS_CUTILE_SITE and WAYS_TILELANG_SITE).
 2. It records the GPU's clocks, power and state before and after (nvidia-smi; nothing is changed),
    and stops its command with SIGINT at --limit seconds (a run then writes what it measured).
-3. Its folder is packed as $OUT/STEP.tgz, results and logs (a call brings back few files).
+3. Its folder is packed as $OUT/STEP.tgz, results and logs, its commands' output in output.log (a call
+   brings back few files).
 4. With --detach the step runs on in a process of its own (setsid) after the call returns, and a
    later call's `wait STEP` brings its pack back: one run longer than one call, at one commit.
 
@@ -34,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 from pathlib import Path
 
@@ -47,6 +49,7 @@ WORK = Path(os.environ.get("WAYS_NODE_WORK", "/tmp/ways-node"))
 LIMIT_S = 540          # of a call's 600 s: the rest stops the run, packs and brings it back
 STOP_GRACE_S = 90      # a run of eight workers took over 45 s to stop after SIGINT
 WAIT_POLL_S = 10
+OUTPUT_LOG = "output.log"   # each command's output, in the step's folder
 GPU_QUERY = "name,clocks.sm,clocks.max.sm,power.draw,power.limit,pstate,temperature.gpu"
 ATTENTION_EXAMPLES = ("triton", "cutile", "helion", "tilelang", "cute_dsl", "pallas-triton", "pallas-mosaic")
 OTHER_EXAMPLES = ("cutile-matmul", "cccl", "numba", "gluon-matmul")
@@ -87,7 +90,9 @@ class Step:
             print(" ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(changed.items())), shlex.join(command))
             return 0
         left = self.args.limit - (time.monotonic() - self.args.started)
-        proc = subprocess.Popen(command, env=env, cwd=ROOT)
+        proc = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        copy = threading.Thread(target=tee, args=(proc.stdout, self.folder / OUTPUT_LOG))
+        copy.start()
         try:
             return proc.wait(timeout=max(left, 1))
         except subprocess.TimeoutExpired:
@@ -97,6 +102,8 @@ class Step:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 return proc.wait()
+        finally:
+            copy.join(timeout=STOP_GRACE_S)
 
     def __enter__(self):
         if not self.args.dry_run:
@@ -109,6 +116,16 @@ class Step:
             gpu_state(self.folder)
             pack(self.folder, Path(self.args.out) / f"{self.name}.tgz")
         return False
+
+
+def tee(stream, path: Path) -> None:
+    """A command's output to this process's and to `path` (packed with the step's folder: a call whose
+    output is cut or filtered still brings all of it back)."""
+    with open(path, "ab") as log:
+        for line in iter(stream.readline, b""):
+            sys.stdout.buffer.write(line)
+            sys.stdout.flush()
+            log.write(line)
 
 
 def gpu_state(folder: Path) -> None:
