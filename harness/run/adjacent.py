@@ -10,8 +10,8 @@ Works as follows:
    batches follow them, the row's between its reference's: reference cold, row cold, reference cold,
    reference second, row second, reference second.
 3. The sustained mode likewise (beside()): the reference's windows of REFERENCE_WINDOW_S right
-   before and after the row's, all three after the row's warm-up, so the sustained % is against a
-   reference at the same age of back-to-back load, as the second timer's is.
+   before and after the row's, all three after the row's warm-up has settled (timing.warm_up), so
+   the sustained % is against a reference in the row's own state, as the second timer's is.
 4. The row's timing keeps the figures and their mean SM clock under `adjacent` (the reference's
    own row: `{"self": True}`).
 
