@@ -52,7 +52,7 @@ WAIT_POLL_S = 10
 OUTPUT_LOG = "output.log"   # each command's output, in the step's folder
 GPU_QUERY = "name,clocks.sm,clocks.max.sm,power.draw,power.limit,pstate,temperature.gpu"
 ATTENTION_EXAMPLES = ("triton", "cutile", "helion", "tilelang", "cute_dsl", "pallas-triton", "pallas-mosaic")
-OTHER_EXAMPLES = ("cutile-matmul", "cccl", "numba", "gluon-matmul")
+OTHER_EXAMPLES = ("cutile-matmul", "cccl", "numba", "gluon-matmul", "triton-fp8")
 WAYS = [sys.executable, "-m", "harness"]
 
 
@@ -189,7 +189,7 @@ def sweep(step: Step) -> None:
 
 def examples(step: Step) -> None:
     """A tool's own published example for the lab's operation (TARGET: an attention example's tool,
-    or cutile-matmul, cccl, numba, gluon-matmul), from the checkouts carried in .upstream/."""
+    or cutile-matmul, cccl, numba, gluon-matmul, triton-fp8), from the checkouts carried in .upstream/."""
     name = step.args.target
     if name in ATTENTION_EXAMPLES:
         step.run([sys.executable, "tools/upstream_attention.py", name, "--out", str(step.folder / f"{name}.json"),

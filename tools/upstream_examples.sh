@@ -10,7 +10,8 @@
 #       | tar -x -C .upstream/cccl          # == cuda-cccl 1.1.1's segmented reduce
 #   (.upstream/triton-gluon: python/tutorials/gluon/05-wgmma.py and 07-persistence.py of triton-lang/triton
 #    e7fb8414, whose triton/experimental/gluon is Triton 3.6's, by read_file of the code index)
-#   bash tools/upstream_examples.sh OUTDIR [cutile] [cccl] [cccl-scan] [numba] [gluon]
+#   (.upstream/triton-tutorials: python/tutorials/09-persistent-matmul.py of the same commit)
+#   bash tools/upstream_examples.sh OUTDIR [cutile] [cccl] [cccl-scan] [numba] [gluon] [triton-fp8]
 #
 # cutile: samples/MatMul.py's cutile_matmul timed by the samples' own report_benchmark (back to back),
 #   and test/bench_matmul.py's launcher and torch.matmul timed by its CUDA-graph runner (L2 flushed);
@@ -22,6 +23,10 @@
 # gluon: Gluon's Hopper GEMM tutorial 07-persistence.py (float16, its Hopper settings: 128x256x64 tiles,
 #   3 buffers, 8 warps), pipelined and persistent-pipelined with its grouped scheduler, and torch.matmul
 #   beside, each timed by the tutorial's own do_bench_cudagraph at 8192^3 and 4096^3.
+# triton-fp8: Triton's own FP8 GEMM on Hopper, tutorial 09-persistent-matmul.py's float8_e4m3fn paths
+#   (no scales, e4m3 out, its autotuned configs: persistent, TMA, TMA persistent, device descriptors),
+#   and torch._scaled_mm with unit tensorwise scales (bf16 out) beside, all by triton.testing.do_bench
+#   (L2 flushed before each call) at 8192^3 and 4096x7168x2048.
 set -uo pipefail
 out=${1:?usage: upstream_examples.sh OUTDIR [cutile] [cccl] [numba]}; shift
 mkdir -p "$out"; out=$(cd "$out" && pwd); CUTILE_SITE=${CUTILE_SITE:-/tmp/cutile-site}
@@ -109,6 +114,33 @@ for n in (8192, 4096):
         ok = torch.allclose(c.float(), (a.float() @ b.float()), atol=0.5, rtol=0.02)
         ms = triton.testing.do_bench_cudagraph(fn)
         print(f"{n}^3 float16 {name}: {ms:.4f} ms, {2 * n**3 / ms / 1e9:.1f} TFLOP/s, matches torch: {ok}")
+EOF
+  ;;
+triton-fp8)
+  (cd .upstream/triton-tutorials && python - <<'EOF') 2>&1 | tee "$out/triton-fp8-tutorial.txt"
+import importlib, sys
+import torch, triton
+sys.path.insert(0, ".")
+tutorial = importlib.import_module("09-persistent-matmul")
+print(torch.cuda.get_device_name(), "triton", triton.__version__,
+      "tutorials/09-persistent-matmul.py float8_e4m3fn (no scales), triton.testing.do_bench")
+for m, n, k in ((8192, 8192, 8192), (4096, 7168, 2048)):
+    a = (0.25 * torch.randn(m, k, device="cuda")).to(torch.float8_e4m3fn)     # sums within e4m3 out
+    b = (0.25 * torch.randn(n, k, device="cuda")).to(torch.float8_e4m3fn)     # (N, K): "b is transposed"
+    one = torch.ones((), device="cuda")
+    want = (a.float() @ b.float().T)
+    for name, fn in (("matmul_persistent", lambda: tutorial.matmul_persistent(a, b.T)),
+                     ("matmul_tma", lambda: tutorial.matmul_tma(a, b, False)),
+                     ("matmul_tma_persistent", lambda: tutorial.matmul_tma_persistent(a, b, False)),
+                     ("matmul_descriptor_persistent", lambda: tutorial.matmul_descriptor_persistent(a, b, False)),
+                     ("torch._scaled_mm", lambda: torch._scaled_mm(a, b.T, one, one, out_dtype=torch.bfloat16))):
+        try:
+            got = fn().float()
+            ok = torch.allclose(got, want, rtol=0.07, atol=1.0)
+            ms = triton.testing.do_bench(fn)
+            print(f"{m}x{n}x{k} {name}: {ms:.4f} ms, {2 * m * n * k / ms / 1e9:.1f} TFLOP/s, matches: {ok}")
+        except Exception as e:                          # a path this GPU or release does not take
+            print(f"{m}x{n}x{k} {name}: {type(e).__name__}: {str(e)[:200]}")
 EOF
   ;;
 numba)
