@@ -11,8 +11,8 @@ class Gluon(TorchArrays, TorchStream, Backend):
     distributions = ("triton", "torch")
     min_compute_capability = (9, 0)     # wgmma and TMA
     aot_target = "sm_90a"
-    variants = ("", "persistent")
-    variant_problems = {"persistent": ("gemm",)}   # noqa: RUF012
+    variants = ("", "persistent", "overlap")
+    variant_problems = {"persistent": ("gemm",), "overlap": ("gemm_fp8",)}   # noqa: RUF012
 
     def modules(self):
         return ("triton", "torch")

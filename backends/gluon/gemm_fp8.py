@@ -11,6 +11,9 @@ Works as follows:
    step BUFFERS ahead, and adds the partial sum times its scales (a tensorwise case: strides of 0
    into one scale each) to the accumulator while the loads fly.
 3. C is rounded to bfloat16 and stored from the accumulator's layout, masked (any M and N).
+Variant `overlap`: each step's scales are loaded before its stage's wait, and the previous step's
+partial sum is scaled into the accumulator while this step's wgmma runs (two partial sums in
+registers), so the MMAs no longer wait for the scaling, as DeepGEMM's consumers overlap theirs.
 
 Constraints: K a multiple of 128 (the problem's); TMA needs K's rows 16-byte aligned, which they are."""
 import torch
@@ -31,7 +34,7 @@ WARPS = 8                    # two warpgroups: 64 rows each, partial sum and acc
 
 @gluon.jit
 def scaled_matmul(a_desc, b_desc, c_ptr, as_ptr, bs_ptr, M, N, K, s_am, s_ak, s_bn, s_bk,
-                  GROUP: gl.constexpr, BUFFERS: gl.constexpr, num_warps: gl.constexpr):
+                  GROUP: gl.constexpr, BUFFERS: gl.constexpr, OVERLAP: gl.constexpr, num_warps: gl.constexpr):
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = b_desc.block_type.shape[0]
@@ -52,19 +55,35 @@ def scaled_matmul(a_desc, b_desc, c_ptr, as_ptr, bs_ptr, M, N, K, s_am, s_ak, s_
                                                      instr_shape=[16, BN, 256 // a_desc.dtype.primitive_bitwidth])
     rows = off_m + gl.arange(0, BM, layout=gl.SliceLayout(1, layout))
     cols = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
-    part = gl.zeros((BM, BN), dtype=gl.float32, layout=layout)       # each step's registers, reused
+    zero = gl.zeros((BM, BN), dtype=gl.float32, layout=layout)
+    part = zero                                                      # each step's registers, reused
     acc = gl.zeros((BM, BN), dtype=gl.float32, layout=layout)
+    prev, prev_scale = zero, gl.zeros((BM, ), dtype=gl.float32, layout=gl.SliceLayout(1, layout))   # overlap
     for i in range(steps):
         s = i % BUFFERS
+        if OVERLAP:              # in flight while the stage is awaited and the MMA runs
+            a_scale = gl.load(as_ptr + rows * s_am + i * s_ak, mask=rows < M, other=0.0)
+            b_scale = gl.load(bs_ptr + off_n // BN * s_bn + i * s_bk)
         mbarrier.wait(ready.index(s), i // BUFFERS & 1)
-        part = warpgroup_mma(a_bufs.index(s), b_bufs.index(s).permute((1, 0)), part, use_acc=False, is_async=True)
+        if OVERLAP:              # a fresh partial sum, the last one scaled meanwhile
+            part = warpgroup_mma(a_bufs.index(s), b_bufs.index(s).permute((1, 0)), zero, use_acc=False,
+                                 is_async=True)
+            acc += prev * gl.expand_dims(prev_scale, 1)
+        else:
+            part = warpgroup_mma(a_bufs.index(s), b_bufs.index(s).permute((1, 0)), part, use_acc=False,
+                                 is_async=True)
         part = warpgroup_mma_wait(num_outstanding=0, deps=(part, ))
         ahead = i + BUFFERS
         load_stage(a_desc, (off_m, ahead * BK), b_desc, (off_n, ahead * BK), ready.index(s), a_bufs.index(s),
                    b_bufs.index(s), pred=ahead < steps)
-        a_scale = gl.load(as_ptr + rows * s_am + i * s_ak, mask=rows < M, other=0.0)
-        b_scale = gl.load(bs_ptr + off_n // BN * s_bn + i * s_bk)
-        acc += part * gl.expand_dims(a_scale * b_scale, 1)
+        if OVERLAP:
+            prev, prev_scale = part, a_scale * b_scale
+        else:
+            a_scale = gl.load(as_ptr + rows * s_am + i * s_ak, mask=rows < M, other=0.0)
+            b_scale = gl.load(bs_ptr + off_n // BN * s_bn + i * s_bk)
+            acc += part * gl.expand_dims(a_scale * b_scale, 1)
+    if OVERLAP:
+        acc += prev * gl.expand_dims(prev_scale, 1)
     for stage in gl.static_range(BUFFERS):
         mbarrier.invalidate(ready.index(stage))
 
@@ -86,13 +105,14 @@ def build(case, inputs, outputs, stream, variant=""):
     a, b, c, a_scale, b_scale = inputs["a"], inputs["b"], outputs["c"], inputs["a_scale"], inputs["b_scale"]
     (m, k), n = a.shape, b.shape[0]
     descs, strides = descriptors(a, b), scale_strides(case, a_scale, b_scale)
-    grid = (triton.cdiv(m, BM) * triton.cdiv(n, BN),)
+    grid, overlap = (triton.cdiv(m, BM) * triton.cdiv(n, BN),), variant == "overlap"
     with compiling():
-        scaled_matmul.warmup(*descs, c, a_scale, b_scale, m, n, k, *strides, GROUP, BUFFERS, num_warps=WARPS,
-                             grid=grid)
+        scaled_matmul.warmup(*descs, c, a_scale, b_scale, m, n, k, *strides, GROUP, BUFFERS, overlap,
+                             num_warps=WARPS, grid=grid)
 
     def run():
-        scaled_matmul[grid](*descs, c, a_scale, b_scale, m, n, k, *strides, GROUP, BUFFERS, num_warps=WARPS)
+        scaled_matmul[grid](*descs, c, a_scale, b_scale, m, n, k, *strides, GROUP, BUFFERS, overlap,
+                            num_warps=WARPS)
 
     return run
 
@@ -107,4 +127,5 @@ def export(case, variant, target):
     strides = dict(zip(("s_am", "s_ak", "s_bn", "s_bk"), scale_strides(case, a_scale, b_scale), strict=True))
     args = {"a_desc": a_desc, "b_desc": b_desc, "c_ptr": torch.empty(m, n, dtype=torch.bfloat16), "as_ptr": a_scale,
             "bs_ptr": b_scale, "M": m, "N": n, "K": k, **strides}
-    return cubin(scaled_matmul, args, {"GROUP": GROUP, "BUFFERS": BUFFERS, "num_warps": WARPS}, WARPS, target)
+    constexprs = {"GROUP": GROUP, "BUFFERS": BUFFERS, "OVERLAP": variant == "overlap", "num_warps": WARPS}
+    return cubin(scaled_matmul, args, constexprs, WARPS, target)
