@@ -17,6 +17,8 @@ class Triton(TorchArrays, TorchStream, Backend):
     family = "tile"
     extra = "triton"
     distributions = ("triton", "torch")
+    variants = ("", "tma")
+    variant_problems = {"tma": ("gemm_fp8",)}   # noqa: RUF012
 
     def modules(self):
         return ("triton", "torch")
