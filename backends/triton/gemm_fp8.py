@@ -86,12 +86,23 @@ def scaled_matmul_tma(a_desc, b_desc, c_ptr, as_ptr, bs_ptr, M, N, K, s_am, s_ak
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+def warm_up(kernel, args, grid):
+    """Every config of an autotuned kernel compiled ahead of its first launch, each after its pre-hook
+    (the descriptors' tile shapes), which the autotuner's own warmup() does not run."""
+    for config in kernel.configs:
+        if config.pre_hook:
+            config.pre_hook({**dict(zip(kernel.arg_names, args, strict=False)), "BK": BK, **config.kwargs})
+        kernel.fn.warmup(*args, BK=BK, grid=grid, **config.all_kwargs())
+
+
 def build(case, inputs, outputs, stream, variant=""):
     a, b, c, a_scale, b_scale = inputs["a"], inputs["b"], outputs["c"], inputs["a_scale"], inputs["b_scale"]
     (m, k), n = a.shape, b.shape[0]
     strides = (*a_scale.stride(), *b_scale.stride()) if case.shape["blockwise"] else (0, 0, 0, 0)
-    if variant == "tma":
-        return build_tma(a, b, c, a_scale, b_scale, (m, n, k), strides)
+    kernel, operands = scaled_matmul, (a, b)
+    if variant == "tma":                 # tile_shapes() sets each config's on the descriptors
+        kernel = scaled_matmul_tma
+        operands = [TensorDescriptor.from_tensor(x.view(torch.float8_e4m3fn), [1, 1]) for x in (a, b)]
 
     def grid(meta):
         return (triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"]),)
@@ -99,34 +110,11 @@ def build(case, inputs, outputs, stream, variant=""):
     scratch = c.clone()       # the autotuner launches the kernel: on a scratch C, so the outputs stay poisoned
     if not interpreted():
         with compiling():
-            scaled_matmul.warmup(a, b, scratch, a_scale, b_scale, m, n, k, *strides, BK=BK, grid=grid)
+            warm_up(kernel, (*operands, scratch, a_scale, b_scale, m, n, k, *strides), grid)
     with timing_kernels():
-        scaled_matmul[grid](a, b, scratch, a_scale, b_scale, m, n, k, *strides, BK=BK)
+        kernel[grid](*operands, scratch, a_scale, b_scale, m, n, k, *strides, BK=BK)
 
     def run():
-        scaled_matmul[grid](a, b, c, a_scale, b_scale, m, n, k, *strides, BK=BK)
-
-    return run
-
-
-def build_tma(a, b, c, a_scale, b_scale, mnk, strides):
-    m, n, k = mnk
-    dummy = [1, 1]                       # tile_shapes() sets each config's
-    a_desc, b_desc = (TensorDescriptor.from_tensor(x.view(torch.float8_e4m3fn), dummy) for x in (a, b))
-
-    def grid(meta):
-        return (triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"]),)
-
-    scratch = c.clone()       # the autotuner launches the kernel: on a scratch C, so the outputs stay poisoned
-    with compiling():         # each config's kernel, its tile shapes on the descriptors (the autotuner's
-        for config in scaled_matmul_tma.configs:            # warmup() runs no pre-hook)
-            tile_shapes({"a_desc": a_desc, "b_desc": b_desc, "BK": BK, **config.kwargs})
-            scaled_matmul_tma.fn.warmup(a_desc, b_desc, scratch, a_scale, b_scale, m, n, k, *strides, BK=BK,
-                                        grid=grid, **config.all_kwargs())
-    with timing_kernels():
-        scaled_matmul_tma[grid](a_desc, b_desc, scratch, a_scale, b_scale, m, n, k, *strides, BK=BK)
-
-    def run():
-        scaled_matmul_tma[grid](a_desc, b_desc, c, a_scale, b_scale, m, n, k, *strides, BK=BK)
+        kernel[grid](*operands, c, a_scale, b_scale, m, n, k, *strides, BK=BK)
 
     return run
