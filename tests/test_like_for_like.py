@@ -174,6 +174,32 @@ def test_the_second_timer_times_host_synchronized_batches():
     assert out["calls_per_batch"] >= 3 and len(synced) == 2 + 2 * 3
 
 
+def test_the_second_timer_alternates_a_rows_batches_with_its_references():
+    """R, B, R, ..., B, R: each of the row's batches between two of its reference's, the reference's
+    inside its own context (its stream), each side's figure the median of its own batches."""
+    calls, contexts = [], []
+
+    @contextlib.contextmanager
+    def reference_stream():
+        contexts.append(1)
+        yield
+
+    def row():
+        calls.append("row")
+        time.sleep(2e-3)
+
+    def reference():
+        calls.append("reference")
+        time.sleep(1e-3)
+    out, ref = second_timer.interleaved(row, reference, lambda: None, reference_stream, batch_s=0.01, batches=3,
+                                        min_calls=3)
+    assert out["median_ms"] == pytest.approx(2.0, rel=0.5) and ref["median_ms"] == pytest.approx(1.0, rel=0.5)
+    assert out["batches"] == 3 and ref["batches"] == 4 and len(contexts) == 1 + 4
+    timed = [c for k, c in enumerate(calls) if k >= 2]          # after the two sizing calls
+    runs = [timed[0]] + [c for k, c in enumerate(timed[1:], 1) if c != timed[k - 1]]
+    assert runs == ["reference"] + ["row", "reference"] * 3
+
+
 def test_a_full_run_times_its_headline_rows_by_the_second_timer_too(monkeypatch):
     import problems
     gemm = problems.get("gemm")
@@ -245,8 +271,9 @@ def test_the_reference_is_timed_cold_beside_the_row_and_its_batches_only_after(m
     from harness.run.adjacent import Adjacent
     order = []
     engine = SimpleNamespace(cold=lambda run, crit: order.append(("cold", run.__name__)) or {"median_ms": 1.0})
-    monkeypatch.setattr(second_timer, "host_batches", lambda run, sync: order.append(("batches", run.__name__))
-                        or {"median_ms": 1.2})
+    monkeypatch.setattr(second_timer, "batch", lambda run, sync, calls: order.append(("batch", run.__name__))
+                        or (1.2e-3 if run.__name__ == "reference" else 1.0e-3))
+    monkeypatch.setattr(second_timer, "calls_per_batch", lambda run, sync, *a: 10)
     monkeypatch.setenv(second_timer.ENABLED_VAR, "1")
 
     def reference():
@@ -262,9 +289,11 @@ def test_the_reference_is_timed_cold_beside_the_row_and_its_batches_only_after(m
     timed = adjacent.around(gemm, gemm.headline_case(), "triton", engine,
                             lambda run: order.append(("cold", run.__name__)) or {"median_ms": 0.9})
     timing = timed(row)
-    assert order == [("cold", "reference"), ("cold", "row"), ("cold", "reference"),
-                     ("batches", "reference"), ("batches", "row"), ("batches", "reference")]
-    assert timing["adjacent"]["ms"] == 1.0 and timing["adjacent"]["second_timer_ms"] == 1.2
+    batches = [("batch", "reference")] + [("batch", "row"), ("batch", "reference")] * second_timer.BATCHES
+    assert order == [("cold", "reference"), ("cold", "row"), ("cold", "reference"), *batches]
+    assert timing["adjacent"]["ms"] == 1.0 and timing["adjacent"]["second_timer_ms"] == pytest.approx(1.2)
+    assert timing["second_timer"]["median_ms"] == pytest.approx(1.0)
+    assert timing["second_timer"]["batches"] == second_timer.BATCHES
 
 
 def test_a_vendor_row_whose_sustained_batches_spread_is_no_sustained_ceiling():
@@ -328,31 +357,44 @@ def test_a_vendor_kernel_of_the_pattern_faster_than_the_stream_is_the_ceiling():
     assert slow["records"][1]["timing"]["peak_basis"].startswith("two-read one-write stream, same run")
 
 
-def test_the_rows_sustained_window_is_timed_between_two_of_its_references(monkeypatch):
-    """A, B, A back to back after the row's warm-up, as the cold loops are: the sustained % is against
-    a reference at the same age of load (the second timer brackets the row the same way)."""
+def test_the_rows_sustained_window_alternates_with_its_references(monkeypatch):
+    """R, B, R, ..., B, R after the row's warm-up: the row's window in parts, each between two of its
+    reference's, so the clock's drift over the window is in both figures alike; each side's parts pooled."""
     from types import SimpleNamespace
 
     import problems
     from harness.run import adjacent as adjacent_mod
     order = []
+    parts = adjacent_mod.SUSTAINED_PARTS
+    seconds = timing.SUSTAINED_S["compute"] / parts
+    batches = timing.SUSTAINED_BATCHES // parts
+
+    def part(ms, mhz):
+        return {"median_ms": ms, "batch_ms": [ms] * batches, "calls": batches, "window_s": seconds,
+                "sm_clock_mhz": mhz}
 
     def reference():
         pass
-    monkeypatch.setattr(timing, "sustained", lambda device, run, call_s, seconds: order.append((run.__name__, seconds))
-                        or {"median_ms": 2.0 if len(order) == 1 else 2.2, "sm_clock_mhz": 1700.0})
+    drift = iter(range(100))             # the clock drifts: each part slower than the one before
+    monkeypatch.setattr(timing, "sustained", lambda device, run, call_s, seconds, batches:
+                        order.append((run.__name__, seconds, batches)) or part(2.0 + 0.01 * next(drift), 1700.0))
     session = SimpleNamespace(backend=SimpleNamespace(stream_context=lambda stream: contextlib.nullcontext()),
                               stream=None, device=None)
     adjacent = adjacent_mod.Adjacent(device=None, scratch=None)
     monkeypatch.setattr(adjacent, "reference", lambda *a: ("array_api[torch]", session, reference))
     gemm = problems.get("gemm")
     beside = adjacent.beside(gemm, gemm.headline_case(), "triton")
-    window = beside(lambda: order.append(("row", timing.SUSTAINED_S["compute"])) or {"median_ms": 2.5})
-    assert window == {"median_ms": 2.5}
-    assert order == [("reference", adjacent_mod.REFERENCE_WINDOW_S), ("row", timing.SUSTAINED_S["compute"]),
-                     ("reference", adjacent_mod.REFERENCE_WINDOW_S)]
-    summary = adjacent_mod.summary("array_api[torch]", {"median_ms": 1.0}, {"median_ms": 1.0}, windows=adjacent.windows)
-    assert summary["sustained_ms"] == pytest.approx(2.1) and summary["sustained_sm_clock_mhz"] == 1700.0
+
+    def row_window(seconds, batches):
+        order.append(("row", seconds, batches))
+        return part(2.5 + 0.01 * next(drift), 1650.0)
+    window = beside(row_window)
+    assert order == [("reference", seconds, batches)] + [("row", seconds, batches),
+                                                         ("reference", seconds, batches)] * parts
+    assert window["parts"] == parts and window["batches"] == timing.SUSTAINED_BATCHES
+    assert window["median_ms"] == pytest.approx(2.55) and window["sm_clock_mhz"] == 1650.0
+    summary = adjacent_mod.summary("array_api[torch]", {"median_ms": 1.0}, {"median_ms": 1.0}, window=adjacent.windows)
+    assert summary["sustained_ms"] == pytest.approx(2.05) and summary["sustained_sm_clock_mhz"] == 1700.0
     monkeypatch.setattr(adjacent, "reference", lambda *a: adjacent_mod.SELF)
     assert adjacent.beside(gemm, gemm.headline_case(), "array_api[torch]") is None and adjacent.windows is None
 

@@ -9,6 +9,8 @@ Works as follows:
    back to back, the device synchronized again, the clock read.
 3. The figure is the median batch's time over its calls; one synchronize's cost a batch (tens of
    microseconds) is under 0.1% of it.
+4. A compute-bound row's batches alternate with its reference's (interleaved()), each of the row's
+   between two of the reference's: the % of the reference is taken over the same seconds of load.
 
 Constraints: no L2 flush and no gap between calls, so it is the sustained mode's check (a power-bound
 kernel runs at another clock cold); a call whose dispatch is slower than its kernel is timed at its
@@ -16,6 +18,7 @@ dispatch, since nothing queues ahead of a device-wide synchronize.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -34,21 +37,49 @@ def wanted(problem, case) -> bool:
     return setting == "1" or (setting == HEADLINE and case.name == problem.headline_case().name)
 
 
-def host_batches(run, sync, batch_s: float = BATCH_S, batches: int = BATCHES, min_calls: int = MIN_CALLS) -> dict:
-    """Median seconds a call over `batches` host-timed, device-synchronized batches (in ms)."""
+def calls_per_batch(run, sync, batch_s: float = BATCH_S, min_calls: int = MIN_CALLS) -> int:
+    """How many calls take about `batch_s`, from one synchronized call (at least `min_calls`)."""
     sync()
     t0 = time.perf_counter()
     run()
     sync()
-    per_batch = max(min_calls, round(batch_s / max(time.perf_counter() - t0, 1e-7)))
-    samples = []
-    for _ in range(batches):
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(per_batch):
-            run()
-        sync()
-        samples.append((time.perf_counter() - t0) / per_batch)
+    return max(min_calls, round(batch_s / max(time.perf_counter() - t0, 1e-7)))
+
+
+def batch(run, sync, calls: int) -> float:
+    """Seconds a call over one batch: the device synchronized, `calls` calls back to back, again synchronized."""
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        run()
+    sync()
+    return (time.perf_counter() - t0) / calls
+
+
+def figure(samples: list[float], calls: int) -> dict:
     s = summarize(samples)
     return {"engine": "host-synchronized batches", "median_ms": s["median_ms"], "noise": s["noise"],
-            "batches": batches, "calls_per_batch": per_batch}
+            "batches": len(samples), "calls_per_batch": calls}
+
+
+def host_batches(run, sync, batch_s: float = BATCH_S, batches: int = BATCHES, min_calls: int = MIN_CALLS) -> dict:
+    """Median seconds a call over `batches` host-timed, device-synchronized batches (in ms)."""
+    calls = calls_per_batch(run, sync, batch_s, min_calls)
+    return figure([batch(run, sync, calls) for _ in range(batches)], calls)
+
+
+def interleaved(run, reference, sync, reference_context=contextlib.nullcontext, batch_s: float = BATCH_S,
+                batches: int = BATCHES, min_calls: int = MIN_CALLS) -> tuple[dict, dict]:
+    """The row's figure and its reference's from alternating batches, each of the row's between two of
+    the reference's (R, B, R, ..., B, R): both from the same seconds of load, so the GPU's drift
+    between them (its clock moves by percents over seconds at the power limit) is in neither's ratio.
+    `reference_context()` is entered around each of the reference's batches (its stream)."""
+    def reference_batch(calls=None):
+        with reference_context():
+            return batch(reference, sync, calls) if calls else calls_per_batch(reference, sync, batch_s, min_calls)
+    ref_calls, row_calls = reference_batch(), calls_per_batch(run, sync, batch_s, min_calls)
+    ref, row = [reference_batch(ref_calls)], []
+    for _ in range(batches):
+        row.append(batch(run, sync, row_calls))
+        ref.append(reference_batch(ref_calls))
+    return figure(row, row_calls), figure(ref, ref_calls)

@@ -228,7 +228,8 @@ def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | No
     engine's), which hides a host-bound tool's dispatch from the sustained window; `lead(run, seconds)`
     (the engine's) runs untimed cold samples for COLD_LEAD_S before the cold ones count, so that
     every row's cold figures come from the cold loop's own state, not the sustained window's.
-    `beside(window)` runs the row's window (a function) between its reference's (adjacent.py)."""
+    `beside(window)` runs the row's window (a function of its seconds and batches) in parts, each
+    between two of its reference's (adjacent.py)."""
     default_warmup, warmup_s = warmup_s is None, WARMUP_S[roofline] if warmup_s is None else warmup_s
     lead_s = COLD_LEAD_S[roofline] if lead is not None else 0.0
     # cold figures alone (`--quick`): the lead settles the GPU in the cold loop's state, no warm-up first
@@ -236,8 +237,8 @@ def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | No
         if with_sustained or not lead_s else {"calls": 0, "seconds": 0.0, "settled": None, "dispatch_s": None}
     calls, dispatch_s = warm["calls"], warm["dispatch_s"]
 
-    def row_window():
-        return sustained(device, run, warm["seconds"] / max(calls, 1), seconds=SUSTAINED_S[roofline],
+    def row_window(seconds=SUSTAINED_S[roofline], batches=SUSTAINED_BATCHES):
+        return sustained(device, run, warm["seconds"] / max(calls, 1), seconds=seconds, batches=batches,
                          dispatch_s=dispatch_s, hold=hold)
     window = (beside(row_window) if beside else row_window()) if with_sustained else None
     with PHASES("sampling (cold)"):
@@ -300,13 +301,33 @@ def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S["compute"
     while not events[-1].is_done:
         mhz.append(clock.read())
         time.sleep(0.01)
-    s = summarize([(events[k + 1] - events[k]) / 1e3 / per_batch for k in range(batches)])
+    batch_s = [(events[k + 1] - events[k]) / 1e3 / per_batch for k in range(batches)]
+    s = summarize(batch_s)
     read = [m for m in mhz if m is not None]
-    s.update(calls=per_batch * batches, batches=batches, window_s=seconds, l2_flushed=False,
+    s.update(batch_ms=[b * 1e3 for b in batch_s], calls=per_batch * batches, batches=batches, window_s=seconds,
+             l2_flushed=False,
              dispatch_us=None if dispatch_s is None else dispatch_s * 1e6, host_bound=host_bound,
              host_hidden="gate" if held and not exposed else None, exposed=exposed if held else None,
              sm_clock_mhz=statistics.fmean(read) if read else None,
              sm_clock_note=None if read else clock.why_not)
+    return s
+
+
+def pooled(parts: list[dict]) -> dict:
+    """One sustained figure from the windows of its parts (each `sustained()`'s): the statistics of all
+    their batches, the clock of all, the calls summed; host-hidden only where every part was."""
+    batch_ms = [b for p in parts for b in p["batch_ms"]]
+    clocks = [p["sm_clock_mhz"] for p in parts if p.get("sm_clock_mhz")]
+    dispatch = [p["dispatch_us"] for p in parts if p.get("dispatch_us") is not None]
+    exposed = [p["exposed"] for p in parts if p.get("exposed") is not None]
+    s = summarize([b / 1e3 for b in batch_ms])
+    s.update(batch_ms=batch_ms, calls=sum(p["calls"] for p in parts), batches=len(batch_ms),
+             window_s=sum(p["window_s"] for p in parts), parts=len(parts), l2_flushed=False,
+             dispatch_us=max(dispatch) if dispatch else None, host_bound=any(p.get("host_bound") for p in parts),
+             host_hidden="gate" if all(p.get("host_hidden") for p in parts) else None,
+             exposed=any(exposed) if exposed else None,
+             sm_clock_mhz=statistics.fmean(clocks) if clocks else None,
+             sm_clock_note=None if clocks else parts[0].get("sm_clock_note"))
     return s
 
 

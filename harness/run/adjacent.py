@@ -7,11 +7,10 @@ Works as follows:
    here and takes the case is built on its own inputs of the same case, in this worker.
 2. Its cold samples (REFERENCE_CRIT: a short run of the same stopping rule) are taken right before
    and after the row's, all three after the row's cold lead; with the second timer on, the host-timed
-   batches follow them, the row's between its reference's: reference cold, row cold, reference cold,
-   reference second, row second, reference second.
-3. The sustained mode likewise (beside()): the reference's windows of REFERENCE_WINDOW_S right
-   before and after the row's, all three after the row's warm-up has settled (timing.warm_up), so
-   the sustained % is against a reference in the row's own state, as the second timer's is.
+   batches follow them, the row's alternating with its reference's (second_timer.interleaved).
+3. The sustained mode interleaved too (beside()): after the row's warm-up has settled
+   (timing.warm_up), its window in SUSTAINED_PARTS parts, each between two of the reference's, so
+   the sustained % is over the same seconds of load for both, as the second timer's is.
 4. The row's timing keeps the figures and their mean SM clock under `adjacent` (the reference's
    own row: `{"self": True}`).
 
@@ -28,10 +27,12 @@ from harness.run import registry
 from harness.run.session import Session
 
 REFERENCE_CRIT = Criterion(min_samples=10, min_time_s=0.05, timeout_s=1.0)
-# Each of the reference's two sustained windows around the row's: half the row's own, so that the
-# three together take as long as two of the row's (a compute-bound window's ten batches stay over
-# 10 ms each on every headline case).
-REFERENCE_WINDOW_S = timing_mod.SUSTAINED_S["compute"] / 2
+# The row's sustained window in this many parts, each between two of its reference's parts of the same
+# length: at the power limit the clock moves by percents within a second (the H200's windows of a
+# quarter second each side of a row's read up to 7% apart), and alternating tenths of a second put
+# that drift into the row's figure and its reference's alike (a part's two batches stay over 10 ms
+# each on every headline case).
+SUSTAINED_PARTS = 5
 SELF = "self"       # the row is its case's reference: its own samples are the reference's
 
 
@@ -81,22 +82,28 @@ class Adjacent:
         return None
 
     def beside(self, problem, case, own_label: str):
-        """A function of the row's sustained window that runs it between two of its reference's (A, B, A),
-        keeping theirs for around()'s summary; None where the row is the reference or has none."""
+        """A function of the row's sustained window that runs it in SUSTAINED_PARTS parts, each between
+        two of its reference's (R, B, R, ..., B, R), keeping the reference's pooled parts for around()'s
+        summary; None where the row is the reference or has none."""
         self.windows = None
         ref = self.reference(problem, case, own_label)
         if ref is None or ref is SELF:
             return None
         _, s, run = ref
+        seconds = timing_mod.SUSTAINED_S["compute"] / SUSTAINED_PARTS
+        batches = timing_mod.SUSTAINED_BATCHES // SUSTAINED_PARTS
+
+        def reference_part():
+            with s.backend.stream_context(s.stream):
+                return timing_mod.sustained(s.device, run, 0.0, seconds=seconds, batches=batches)
 
         def windows(row_window):
-            with s.backend.stream_context(s.stream):
-                before = timing_mod.sustained(s.device, run, 0.0, seconds=REFERENCE_WINDOW_S)
-            window = row_window()
-            with s.backend.stream_context(s.stream):
-                after = timing_mod.sustained(s.device, run, 0.0, seconds=REFERENCE_WINDOW_S)
-            self.windows = before, after
-            return window
+            refs, rows = [reference_part()], []
+            for _ in range(SUSTAINED_PARTS):
+                rows.append(row_window(seconds=seconds, batches=batches))
+                refs.append(reference_part())
+            self.windows = timing_mod.pooled(refs)
+            return timing_mod.pooled(rows)
         return windows
 
     def around(self, problem, case, own_label: str, engine, measure):
@@ -122,20 +129,18 @@ class Adjacent:
             timing = measure(engine_run)
             with s.backend.stream_context(s.stream):
                 after = engine.cold(run, REFERENCE_CRIT)
-                second_before = second_timer.host_batches(run, s.device.sync) if second else None
-            if second:               # the row's second figure between its reference's two as well
-                timing["second_timer"] = second_timer.host_batches(engine_run, s.device.sync)
-            with s.backend.stream_context(s.stream):
-                second_after = second_timer.host_batches(run, s.device.sync) if second else None
-            timing["adjacent"] = summary(label, before, after, second_before, second_after, self.windows)
+            second_reference = None
+            if second:               # the row's second figure from batches alternating with its reference's
+                timing["second_timer"], second_reference = second_timer.interleaved(
+                    engine_run, run, s.device.sync, lambda: s.backend.stream_context(s.stream))
+            timing["adjacent"] = summary(label, before, after, second_reference, self.windows)
             return timing
         return timed
 
 
-def summary(label: str, before: dict, after: dict, second_before: dict | None = None,
-            second_after: dict | None = None, windows: tuple[dict, dict] | None = None) -> dict:
-    """The reference's two figures and their mean, as a row's timing keeps them (cold; the second
-    timer's and the sustained windows' where they were taken)."""
+def summary(label: str, before: dict, after: dict, second: dict | None = None, window: dict | None = None) -> dict:
+    """The reference's two cold figures and their mean, as a row's timing keeps them; the second
+    timer's and the sustained window's (its parts pooled) where they were taken."""
     ms = [x["median_ms"] for x in (before, after) if x.get("median_ms")]
     mhz = [x["sm_clock_mhz"] for x in (before, after) if x.get("sm_clock_mhz")]
     watts = [x["power_w"] for x in (before, after) if x.get("power_w")]
@@ -143,12 +148,9 @@ def summary(label: str, before: dict, after: dict, second_before: dict | None = 
            "ms": statistics.fmean(ms) if len(ms) == 2 else None,
            "sm_clock_mhz": statistics.fmean(mhz) if mhz else None,
            "power_w": statistics.fmean(watts) if watts else None}
-    if second_before and second_after:
-        out["second_timer_ms"] = statistics.fmean([second_before["median_ms"], second_after["median_ms"]])
-    sustained = [w.get("median_ms") for w in windows or ()]
-    if len(sustained) == 2 and all(sustained):
-        mhz = [w["sm_clock_mhz"] for w in windows if w.get("sm_clock_mhz")]
-        out.update(sustained_before_ms=sustained[0], sustained_after_ms=sustained[1],
-                   sustained_ms=statistics.fmean(sustained),
-                   sustained_sm_clock_mhz=statistics.fmean(mhz) if mhz else None)
+    if second and second.get("median_ms"):
+        out["second_timer_ms"] = second["median_ms"]
+    if window and window.get("median_ms"):
+        out.update(sustained_ms=window["median_ms"], sustained_noise=window.get("noise"),
+                   sustained_sm_clock_mhz=window.get("sm_clock_mhz"))
     return out
