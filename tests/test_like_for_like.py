@@ -376,14 +376,21 @@ def test_the_rows_sustained_window_alternates_with_its_references(monkeypatch):
     def reference():
         pass
     drift = iter(range(100))             # the clock drifts: each part slower than the one before
-    monkeypatch.setattr(timing, "sustained", lambda device, run, call_s, seconds, batches:
-                        order.append((run.__name__, seconds, batches)) or part(2.0 + 0.01 * next(drift), 1700.0))
+    holds = []
+
+    def sustained(device, run, call_s, seconds, batches, dispatch_s, hold):
+        holds.append((dispatch_s, hold))
+        order.append((run.__name__, seconds, batches))
+        return part(2.0 + 0.01 * next(drift), 1700.0)
+    monkeypatch.setattr(timing, "sustained", sustained)
+    monkeypatch.setattr(timing, "warm_up", lambda run, sync, seconds: {"dispatch_s": 3e-5})
     session = SimpleNamespace(backend=SimpleNamespace(stream_context=lambda stream: contextlib.nullcontext()),
-                              stream=None, device=None)
+                              stream=None, device=SimpleNamespace(sync=lambda: None))
     adjacent = adjacent_mod.Adjacent(device=None, scratch=None)
     monkeypatch.setattr(adjacent, "reference", lambda *a: ("array_api[torch]", session, reference))
     gemm = problems.get("gemm")
-    beside = adjacent.beside(gemm, gemm.headline_case(), "triton")
+    gate = object()                      # the engine's hold: the reference's host hidden as the row's is
+    beside = adjacent.beside(gemm, gemm.headline_case(), "triton", gate)
 
     def row_window(seconds, batches):
         order.append(("row", seconds, batches))
@@ -392,6 +399,7 @@ def test_the_rows_sustained_window_alternates_with_its_references(monkeypatch):
     assert order == [("reference", seconds, batches)] + [("row", seconds, batches),
                                                          ("reference", seconds, batches)] * parts
     assert window["parts"] == parts and window["batches"] == timing.SUSTAINED_BATCHES
+    assert holds == [(3e-5, gate)] * (parts + 1)
     assert window["median_ms"] == pytest.approx(2.55) and window["sm_clock_mhz"] == 1650.0
     summary = adjacent_mod.summary("array_api[torch]", {"median_ms": 1.0}, {"median_ms": 1.0}, window=adjacent.windows)
     assert summary["sustained_ms"] == pytest.approx(2.05) and summary["sustained_sm_clock_mhz"] == 1700.0

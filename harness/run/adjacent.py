@@ -10,7 +10,8 @@ Works as follows:
    batches follow them, the row's alternating with its reference's (second_timer.interleaved).
 3. The sustained mode interleaved too (beside()): after the row's warm-up has settled
    (timing.warm_up), its window in SUSTAINED_PARTS parts, each between two of the reference's, so
-   the sustained % is over the same seconds of load for both, as the second timer's is.
+   the sustained % is over the same seconds of load for both, as the second timer's is; a host-bound
+   reference's parts behind the engine's GPU-side wait, as a host-bound row's window is.
 4. The row's timing keeps the figures and their mean SM clock under `adjacent` (the reference's
    own row: `{"self": True}`).
 
@@ -33,6 +34,7 @@ REFERENCE_CRIT = Criterion(min_samples=10, min_time_s=0.05, timeout_s=1.0)
 # that drift into the row's figure and its reference's alike (a part's two batches stay over 10 ms
 # each on every headline case).
 SUSTAINED_PARTS = 5
+REFERENCE_PROBE_S = 0.05    # the reference's calls that measure its dispatch before its first part
 SELF = "self"       # the row is its case's reference: its own samples are the reference's
 
 
@@ -81,10 +83,11 @@ class Adjacent:
             return label, s, self.built[key]
         return None
 
-    def beside(self, problem, case, own_label: str):
+    def beside(self, problem, case, own_label: str, hold=None):
         """A function of the row's sustained window that runs it in SUSTAINED_PARTS parts, each between
         two of its reference's (R, B, R, ..., B, R), keeping the reference's pooled parts for around()'s
-        summary; None where the row is the reference or has none."""
+        summary; None where the row is the reference or has none. `hold` (the engine's GPU-side wait on
+        the stream the reference shares) hides a host-bound reference's dispatch as the row's is hidden."""
         self.windows = None
         ref = self.reference(problem, case, own_label)
         if ref is None or ref is SELF:
@@ -93,15 +96,18 @@ class Adjacent:
         seconds = timing_mod.SUSTAINED_S["compute"] / SUSTAINED_PARTS
         batches = timing_mod.SUSTAINED_BATCHES // SUSTAINED_PARTS
 
-        def reference_part():
+        def reference_part(dispatch_s):
             with s.backend.stream_context(s.stream):
-                return timing_mod.sustained(s.device, run, 0.0, seconds=seconds, batches=batches)
+                return timing_mod.sustained(s.device, run, 0.0, seconds=seconds, batches=batches,
+                                            dispatch_s=dispatch_s, hold=hold)
 
         def windows(row_window):
-            refs, rows = [reference_part()], []
+            with s.backend.stream_context(s.stream):     # the reference's dispatch, as the row's warm-up measures its
+                dispatch_s = timing_mod.warm_up(run, s.device.sync, REFERENCE_PROBE_S)["dispatch_s"]
+            refs, rows = [reference_part(dispatch_s)], []
             for _ in range(SUSTAINED_PARTS):
                 rows.append(row_window(seconds=seconds, batches=batches))
-                refs.append(reference_part())
+                refs.append(reference_part(dispatch_s))
             self.windows = timing_mod.pooled(refs)
             return timing_mod.pooled(rows)
         return windows

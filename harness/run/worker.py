@@ -111,7 +111,8 @@ class Worker:
         if self.engine is not None:      # the reference's cold samples and windows before and after the row's
             self.adjacent = self.adjacent or Adjacent(s.device, self.scratch)
             measure = self.adjacent.around(problem, case, s.backend.label(), self.engine, measure)
-            beside = self.adjacent.beside(problem, case, s.backend.label()) if with_sustained else None
+            beside = self.adjacent.beside(problem, case, s.backend.label(), getattr(self.engine, "hold", None)) \
+                if with_sustained else None
         # no other worker's kernels in the timed window
         with s.backend.stream_context(s.stream), s.gpu_work(alone=True):
             timing = timing_mod.on_gpu(s.device, timed, measure, problem.roofline,
