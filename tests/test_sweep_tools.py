@@ -134,6 +134,18 @@ print("compiled", len(make(case, "")))
     assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-2000:]
 
 
+def test_gluons_scan_sweep_candidates_compile_for_sm90a():
+    """Every tile and warp count the sweep tries builds for sm_90a without a GPU (Gluon has no interpreter)."""
+    pytest.importorskip("triton.experimental.gluon")
+    import problems
+    from backends.gluon import scan
+    from tools.knob_sweep import CANDIDATES
+    make, cases = CANDIDATES["gluon", "scan"]
+    case = next(c for c in problems.get("scan").cases() if c.name == cases[0])
+    for knobs in make(case, ""):
+        assert scan.export(case, "", "sm_90a", **knobs), knobs
+
+
 def test_only_keeps_the_candidates_it_names():
     """`--only TEXT` keeps the candidates whose knobs as JSON contain one of the texts; none given, all."""
     from tools.knob_sweep import CANDIDATES, selected

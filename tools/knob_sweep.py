@@ -3,7 +3,7 @@ tile, cluster, tile order; nvrtc elementwise: kernel shape and cache hints; nvrt
 cluster; cuTile GEMM: tile, hints, persistent, prefetch; cuTile attention: tile, hints, prefetch;
 Helion attention: its Config; JAX Pallas attention (Triton lowering): tiles, warps, stages; nvrtc
 attention: tiles and Q in registers; TileLang attention: tiles, stages, threads; the
-scans of Triton, Helion and TileLang (one pass): tile and warps, of cuTile (reduce-then-scan): tile;
+scans of Triton, Gluon, Helion and TileLang (one pass): tile and warps, of cuTile (reduce-then-scan): tile;
 nvrtc's scan: its tile; CuTe DSL's scan: tile and
 look-back sleep; JAX Pallas's scan: two passes or one, tile and warps; cuda.coop's row sum: loads a
 lane has in flight on short rows; numba_simt's row sum: elements or 16-byte vectors on short rows;
@@ -23,7 +23,8 @@ copy for the rest: tools/sweep.py).
     python -m tools.knob_sweep cutile attention --out DIR
     python -m tools.knob_sweep helion attention --variant fixed --out DIR
     python -m tools.knob_sweep jax_pallas attention --out DIR; python -m tools.knob_sweep nvrtc attention --out DIR
-    python -m tools.knob_sweep triton scan --out DIR; python -m tools.knob_sweep helion scan --variant fixed --out DIR
+    python -m tools.knob_sweep triton scan --out DIR; python -m tools.knob_sweep gluon scan --out DIR
+    python -m tools.knob_sweep helion scan --variant fixed --out DIR
     python -m tools.knob_sweep tilelang scan --out DIR; python -m tools.knob_sweep cutile scan --out DIR
     python -m tools.knob_sweep tilelang attention --out DIR
     python -m tools.knob_sweep nvrtc scan --out DIR; python -m tools.knob_sweep cute_dsl scan --out DIR
@@ -178,7 +179,7 @@ def nvrtc_scan(case, variant):
 
 
 def one_pass_scan(case, variant):
-    """A program's tile (elements) and its warps, for the one-pass look-back scans (triton, helion[fixed]):
+    """A program's tile (elements) and its warps, for the one-pass look-back scans (triton, gluon, helion[fixed]):
     a larger tile halves the look-backs, a smaller one the registers a thread holds. The larger tiles first:
     the tools' own (Triton's 8192, Helion's 16384) are timed before a sweep's time runs out."""
     return [{"block": b, "warps": w} for b in (16384, 8192, 4096, 2048) for w in (4, 8, 16)]
@@ -244,6 +245,7 @@ CANDIDATES = {("cute_dsl", "gemm"): (cute_dsl_gemm, GEMM_CASES),
               ("cute_dsl", "scan"): (cute_dsl_scan, SCAN_CASES),
               ("jax_pallas", "scan"): (jax_pallas_scan, SCAN_CASES),
               ("triton", "scan"): (one_pass_scan, SCAN_CASES),
+              ("gluon", "scan"): (one_pass_scan, SCAN_CASES),
               ("helion", "scan"): (one_pass_scan, SCAN_CASES),          # with --variant fixed
               ("tilelang", "scan"): (tilelang_scan, SCAN_CASES),
               ("tilelang", "attention"): (tilelang_attention, ("4x32x4096x128-full-bfloat16",
