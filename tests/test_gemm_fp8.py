@@ -170,3 +170,43 @@ def test_tritons_fp8_kernel_sums_right_in_the_interpreter(tmp_path):
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.count(" ok") == 2 * sum(c.kind == "test" for c in P.cases())      # both kernels
+
+
+HELION_FP8_IN_THE_INTERPRETER = r'''
+import os
+os.environ["TRITON_INTERPRET"] = "1"
+import helion, numpy as np, torch
+import problems
+from backends.helion import interpreter_stand_ins
+from backends.helion.gemm_fp8 import blockwise, fixed, tensorwise
+interpreter_stand_ins()
+p = problems.get("gemm_fp8")
+for case in (c for c in p.cases() if c.kind == "test"):
+    m, n, k = case.shape["M"], case.shape["N"], case.shape["K"]
+    if m * n * k > 2**25:                    # the interpreter runs a program's tiles as NumPy: minutes
+        continue
+    inputs = p.make_inputs(case, case.seed)
+    a, b = (torch.from_numpy(inputs[x]).view(torch.float8_e4m3fn) for x in ("a", "b"))
+    a_scale, b_scale = (torch.from_numpy(inputs[x]) for x in ("a_scale", "b_scale"))
+    kernel = helion.kernel(blockwise if case.shape["blockwise"] else tensorwise, config=fixed(), static_shapes=True)
+    c = torch.full((m, n), float("nan"))
+    kernel(a, b, a_scale, b_scale, c)
+    bits = c.to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)     # to nearest, as a GPU stores
+    assert p.check({"c": bits}, p.reference(case, inputs), case).ok, case.name
+    print(case.name, "ok")
+'''
+
+
+def test_helions_fp8_kernels_sum_right_in_the_interpreter(tmp_path):
+    """backends/helion/gemm_fp8.py's kernels (blockwise and tensorwise) in Triton's interpreter, the small
+    test cases: each one's float32 C, rounded to bfloat16 to nearest as a GPU stores it, passes the
+    problem's check (the interpreter itself rounds toward zero, so the lab's run there leaves it out)."""
+    import subprocess
+    import sys
+    pytest.importorskip("helion", reason="helion not installed (pip install '.[helion]')")
+    script = tmp_path / "fp8.py"
+    script.write_text(HELION_FP8_IN_THE_INTERPRETER)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    small = [c for c in P.cases() if c.kind == "test" and c.shape["M"] * c.shape["N"] * c.shape["K"] <= 2**25]
+    assert out.stdout.count(" ok") == len(small) and any(not c.shape["blockwise"] for c in small)
