@@ -64,3 +64,13 @@ def test_unpack_takes_every_carried_part_into_its_bundles_site(tmp_path, monkeyp
     assert gpu_node.main(["unpack", "--out", str(tmp_path / "out")]) == 0
     assert (part / "site.txt").read_text() == "/tmp/cutile-site\n" and (tmp_path / "out" / "unpack.tgz").is_file()
     assert subprocess.run(["bash", "-n", str(part / "unpack.sh")]).returncode == 0
+
+
+def test_unpack_installs_carried_wheels_into_the_labs_site(tmp_path, monkeypatch, capsys):
+    (tmp_path / gpu_node.WHEELS).mkdir()
+    (tmp_path / gpu_node.WHEELS / "tool-1.0-py3-none-any.whl").touch()
+    monkeypatch.setattr(gpu_node, "ROOT", tmp_path)
+    assert gpu_node.main(["unpack", "--out", str(tmp_path / "out"), "--dry-run"]) == 0
+    command = capsys.readouterr().out
+    assert f"--no-index --no-deps --upgrade --target {gpu_node.SITES['lab']}" in command
+    assert command.rstrip().endswith("tool-1.0-py3-none-any.whl")

@@ -2,7 +2,7 @@
 time limit, so each step runs under one and writes what it measured before it). Run from the
 checkout's root on the node; what a call brings back goes under $OUT:
 
-    python tools/gpu_node.py unpack                       the bundle parts carried in this call
+    python tools/gpu_node.py unpack                       the bundle parts (and .whl/ wheels) carried in this call
     python tools/gpu_node.py demo                         `make demo`'s run, with its page
     python tools/gpu_node.py full [-- ARGS]               the full default run (`ways run --jobs 8`)
     python tools/gpu_node.py lanes [-- ARGS]              the same on every GPU of the node, a lane each
@@ -49,6 +49,7 @@ WORK = Path(os.environ.get("WAYS_NODE_WORK", "/tmp/ways-node"))
 LIMIT_S = 540          # of a call's 600 s: the rest stops the run, packs and brings it back
 STOP_GRACE_S = 90      # a run of eight workers took over 45 s to stop after SIGINT
 WAIT_POLL_S = 10
+WHEELS = ".whl"        # single wheels carried beside the bundles
 OUTPUT_LOG = "output.log"   # each command's output, in the step's folder
 GPU_QUERY = "name,clocks.sm,clocks.max.sm,power.draw,power.limit,pstate,temperature.gpu"
 ATTENTION_EXAMPLES = ("triton", "cutile", "helion", "tilelang", "cute_dsl", "pallas-triton", "pallas-mosaic")
@@ -146,10 +147,15 @@ def pack(folder: Path, dest: Path) -> None:
 
 def unpack(step: Step) -> None:
     """Every bundle part carried in this call (.gpu-bundle-NAME/K), into NAME's site; a bundle unpacks
-    once its last part is there (../shared/gpu-bundle/unpack.sh)."""
+    once its last part is there (../shared/gpu-bundle/unpack.sh). Single wheels carried in .whl/ (a
+    package newer than the packed bundle) go into the lab's site, without their dependencies."""
     for part in sorted(ROOT.glob(".gpu-bundle-*/[0-9]*/unpack.sh")):
         bundle = part.parent.parent.name.removeprefix(".gpu-bundle-")
         step.run(["bash", str(part)], {**os.environ, "GPU_SITE": SITES[bundle]})
+    wheels = sorted(str(w) for w in ROOT.glob(f"{WHEELS}/*.whl"))
+    if wheels:
+        step.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "--upgrade", "--target",
+                  SITES["lab"], *wheels], dict(os.environ))
 
 
 def demo(step: Step) -> None:
