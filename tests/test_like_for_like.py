@@ -2,6 +2,7 @@
 tool queued behind a GPU-side wait, every compute-bound % against the reference timed beside its
 row (the same in every lane), a lead in one mode only flagged, and the second timer's comparison."""
 import contextlib
+import math
 import time
 
 import pytest
@@ -243,6 +244,31 @@ def test_timer_check_compares_each_rows_headline_figure_with_the_second_timers()
     assert timer_check.disagreeing(list(rows.values()), 0.02) == []          # the host-bound row is not checked
     text = timer_check.markdown(list(rows.values()), 0.02)
     assert "| gemm |" in text and "host-bound: not checked" in text
+
+
+def test_timer_check_gives_each_difference_the_standard_error_of_its_windows():
+    """The four medians a compute-bound % compares (the row's window and second timer, its reference's
+    two), each sqrt(pi/2) noise / sqrt(batches), in quadrature; a difference over the tolerance but within
+    two of them is marked so; an older record without the reference's second-timer spread uses its
+    window's and says so."""
+    t = {"sustained": {"noise": 0.04, "batches": 10}, "second_timer": {"noise": 0.02, "batches": 7},
+         "adjacent": {"sustained_noise": 0.03, "sustained_batches": 12, "second_timer_noise": 0.01,
+                      "second_timer_batches": 8}}
+    se, note = timer_check.standard_error(t, compute_bound=True)
+    terms = [(0.04, 10), (0.02, 7), (0.03, 12), (0.01, 8)]
+    assert se == pytest.approx(math.sqrt(sum(math.pi / 2 * x**2 / n for x, n in terms))) and note == ""
+    assert timer_check.standard_error(t, compute_bound=False)[0] == pytest.approx(
+        math.sqrt(sum(math.pi / 2 * x**2 / n for x, n in terms[:2])))
+    del t["adjacent"]["second_timer_noise"], t["adjacent"]["sustained_batches"]
+    older, note = timer_check.standard_error(t, compute_bound=True)
+    assert older == pytest.approx(math.sqrt(sum(math.pi / 2 * x**2 / n for x, n in
+                                                [(0.04, 10), (0.02, 7), (0.03, 10), (0.03, 8)])))
+    assert "not recorded" in note
+    row = {"problem": "gemm", "case": "c", "implementation": "x", "figure": "%", "lab": 97.0, "second": 100.0,
+           "difference": -0.03, "headline": 98.0, "headline_difference": -0.02, "host_bound": False,
+           "standard_error": 0.02, "standard_error_note": ""}
+    assert "**over** (within 2 of its standard error) | 2.0% |" in timer_check.markdown([row], 0.02)
+    assert "within" not in timer_check.markdown([{**row, "standard_error": 0.01}], 0.02)
 
 
 def test_the_probe_that_sizes_the_window_waits_behind_the_gate_too(sim_clock):

@@ -36,6 +36,19 @@ def summarize(samples_s: list[float]) -> dict:
             "min_ms": min(samples_s) * 1e3, "noise": noise, "samples": len(samples_s)}
 
 
+# the standard error of a median of n samples from a normal spread, per unit of its standard deviation
+# times sqrt(n): sqrt(pi / 2)
+MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)
+
+
+def ratio_standard_error(parts: list[tuple[float | None, int | None]]) -> float | None:
+    """The relative standard error of a ratio of medians (a row's speed against its reference's, one
+    timer against another), from each median's relative noise and sample count: theirs in quadrature.
+    None where a part has neither."""
+    terms = [(MEDIAN_SE_FACTOR * noise / math.sqrt(n)) ** 2 for noise, n in parts if noise is not None and n]
+    return math.sqrt(sum(terms)) if len(terms) == len(parts) else None
+
+
 def median_interval(samples: list[float]) -> tuple[float, float]:
     """The distribution-free 95% confidence interval of the samples' median: the order statistics
     n/2 -+ Z_95 sqrt(n)/2 (the binomial's normal approximation; needs no model of the noise)."""

@@ -13,7 +13,11 @@ against the reference it timed beside the row), and the lab's cold headline besi
 power-bound reference runs at another clock cold, so the modes' %s differ where a row draws less
 power than its reference). The exit status is 1 where a device-bound row differs by more than
 --tolerance (2%); a host-bound row (its dispatch half its device time or more) is shown, not checked:
-the second timer, synchronizing around each batch, times its host.
+the second timer, synchronizing around each batch, times its host. Beside each difference, its own
+precision: the standard error of the ratio of the medians it compares (the row's sustained window and
+second timer, and for a compute-bound row its adjacent reference's two), from their batches' spread;
+at the power limit a clock that moves by percents within a second makes it 1-3%, so a difference
+within 2 of them is the timers agreeing as far as their windows can tell.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from pathlib import Path
 import problems
 from harness.measure import roofline, second_timer
 from harness.measure.roofline import adjacent_speed
+from harness.measure.stopping import ratio_standard_error
 from harness.measure.timing import HOST_BOUND_SHARE
 from harness.results import merge
 from harness.results.records import host_exposed, impl_label
@@ -31,11 +36,30 @@ from harness.run.plan import Options
 from harness.run.runner import Run
 
 TOLERANCE = 0.02
+SE_MULTIPLE = 2              # a difference within this many standard errors is inside its 95% interval
 
 
 def second_speed(r: dict) -> float | None:
     """roofline.adjacent_speed by the second timer: the row's speed against its reference's."""
     return adjacent_speed(r, lambda t: (t.get("second_timer") or {}).get("median_ms"), "second_timer_ms")
+
+
+def standard_error(t: dict, compute_bound: bool) -> tuple[float | None, str]:
+    """The relative standard error of lab sustained / second timer, and a note where a reference's
+    spread was not recorded (older runs: its sustained window's spread and the row's batch count in
+    its place)."""
+    sus, sec, adj = t.get("sustained") or {}, t.get("second_timer") or {}, t.get("adjacent") or {}
+    parts = [(sus.get("noise"), sus.get("batches")), (sec.get("noise"), sec.get("batches"))]
+    note = ""
+    if compute_bound and adj.get("sustained_noise") is not None:
+        window_batches = adj.get("sustained_batches") or sus.get("batches")
+        second_noise = adj.get("second_timer_noise")
+        if second_noise is None or not adj.get("sustained_batches"):
+            note = "the reference's second-timer spread not recorded: its sustained window's in its place"
+        parts += [(adj["sustained_noise"], window_batches),
+                  (adj["sustained_noise"] if second_noise is None else second_noise,
+                   adj.get("second_timer_batches") or window_batches)]
+    return ratio_standard_error(parts), note
 
 
 def host_bound(t: dict) -> bool:
@@ -74,6 +98,7 @@ def compare(doc: dict) -> list[dict]:
                        second=100 * own / best if best and own and adjacent_speed(r) else None,
                        headline=t.get("pct_of_peak"), reference=(t.get("reference") or {}).get("label"))
         row["difference"] = row["lab"] / row["second"] - 1 if row["lab"] and row["second"] else None
+        row["standard_error"], row["standard_error_note"] = standard_error(t, problem.roofline != "memory")
         row["headline_difference"] = row["headline"] / row["second"] - 1 if row["headline"] and row["second"] else None
         rows.append(row)
     return sorted(rows, key=lambda x: (x["problem"], x["case"], x["implementation"]))
@@ -86,15 +111,21 @@ def disagreeing(rows: list[dict], tolerance: float) -> list[dict]:
 
 def markdown(rows: list[dict], tolerance: float) -> str:
     lines = ["| problem | case | implementation | figure | lab sustained | second timer | difference |"
-             " lab cold (headline) | headline vs second timer |", "|---|---|---|---|---:|---:|---:|---:|---:|"]
+             " its standard error | lab cold (headline) | headline vs second timer |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for x in rows:
-        diff, head = x["difference"], x["headline_difference"]
+        diff, head, se = x["difference"], x["headline_difference"], x.get("standard_error")
         mark = " (host-bound: not checked)" if x["host_bound"] else \
             " **over**" if diff is None or abs(diff) > tolerance else ""
+        if mark == " **over**" and diff is not None and se and abs(diff) <= SE_MULTIPLE * se:
+            mark += f" (within {SE_MULTIPLE} of its standard error)"
         lines.append(f"| {x['problem']} | {x['case']} | {x['implementation']} | {x['figure']} | "
                      f"{x['lab'] or 0:.1f} | {x['second'] or 0:.1f} | "
                      + (f"{100 * diff:+.1f}%{mark}" if diff is not None else "no second figure") + " | "
+                     + (f"{100 * se:.1f}%{'*' if x.get('standard_error_note') else ''}" if se else "") + " | "
                      + f"{x['headline'] or 0:.1f} | " + (f"{100 * head:+.1f}% |" if head is not None else " |"))
+    if any(x.get("standard_error_note") for x in rows):
+        lines.append(f"\n\\* {next(x['standard_error_note'] for x in rows if x.get('standard_error_note'))}")
     return "\n".join(lines) + "\n"
 
 
