@@ -4,7 +4,13 @@ block) that copies the e4m3 tiles into shared memory (TMA) and T.gemm's them (wa
 transposed: it is K-major) into a fresh float32 fragment, which is scaled by A's row scales times B's
 block scale and added into a second float32 fragment (the promotion FP8 tensor cores need,
 problems/gemm_fp8.py), staged through shared memory on the way out. A tensorwise case takes the same
-loop with its one scale each. T.copy zero-fills past the matrices' edges; the scale loads are guarded."""
+loop with its one scale each. T.copy zero-fills past the matrices' edges; the scale loads are guarded.
+
+Unlike the example, the scales are read in the promotion loop itself: staged in shared memory as the
+example does, every blockwise case past 4 blocks of K (the pipeline's depth) came out wrong on the H200
+and every tensorwise one right, as if TileLang 0.1.15's pipeliner let a later step's scales overwrite
+this step's; B's scale bound once a step, the example's exact form, does not compile ("used before
+definition"). Not yet run on a GPU in this form."""
 import tilelang.language as T
 import torch
 
@@ -29,7 +35,6 @@ def program(case):
             a_s = T.alloc_shared((BLOCK, BLOCK), "float8_e4m3")
             b_s = T.alloc_shared((BLOCK, BLOCK), "float8_e4m3")
             c_s = T.alloc_shared((BLOCK, BLOCK), "bfloat16")
-            row_scale = T.alloc_shared((BLOCK,), "float32")
             partial = T.alloc_fragment((BLOCK, BLOCK), "float32")
             acc = T.alloc_fragment((BLOCK, BLOCK), "float32")
             T.use_swizzle(panel_size=10)
@@ -38,15 +43,13 @@ def program(case):
             for kb in T.Pipelined(k_blocks, num_stages=STAGES):
                 T.copy(a[by * BLOCK, kb * BLOCK], a_s)
                 T.copy(b[bx * BLOCK, kb * BLOCK], b_s)
-                for i in T.Parallel(BLOCK):
-                    if blockwise:
-                        row = T.min(by * BLOCK + i, m - 1)        # rows past M: any scale, their C is cut
-                        row_scale[i] = a_scale[row, kb] * b_scale[bx, kb]
-                    else:
-                        row_scale[i] = a_scale[0, 0] * b_scale[0, 0]
                 T.gemm(a_s, b_s, partial, transpose_B=True)
                 for i, j in T.Parallel(BLOCK, BLOCK):
-                    acc[i, j] += partial[i, j] * row_scale[i]
+                    if blockwise:
+                        row = T.min(by * BLOCK + i, m - 1)        # rows past M: any scale, their C is cut
+                        acc[i, j] += partial[i, j] * (a_scale[row, kb] * b_scale[bx, kb])
+                    else:
+                        acc[i, j] += partial[i, j] * (a_scale[0, 0] * b_scale[0, 0])
                 T.clear(partial)
             T.copy(acc, c_s)
             T.copy(c_s, c[by * BLOCK, bx * BLOCK])
