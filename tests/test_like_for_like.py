@@ -1,6 +1,7 @@
 """Like-for-like timing without a GPU, on a simulated stream: the sustained window of a host-bound
 tool queued behind a GPU-side wait, every compute-bound % against the reference timed beside its
 row (the same in every lane), a lead in one mode only flagged, and the second timer's comparison."""
+import argparse
 import contextlib
 import math
 import time
@@ -173,6 +174,25 @@ def test_the_second_timer_times_host_synchronized_batches():
                                      min_calls=3)
     assert out["median_ms"] == pytest.approx(2.0, rel=0.5) and out["batches"] == 3
     assert out["calls_per_batch"] >= 3 and len(synced) == 2 + 2 * 3
+
+
+def test_a_window_scale_lengthens_every_sustained_window_and_the_second_timers_batches(monkeypatch):
+    """WAYS_WINDOW_SCALE (ways timer-check --window-scale): the row's window, its reference's parts
+    beside it and the second timer's batch count, each times the factor; nothing else is a factor."""
+    from harness.measure import stopping
+    from harness.run import timer_check
+    monkeypatch.setenv(stopping.WINDOW_SCALE_VAR, "2")
+    out = second_timer.host_batches(lambda: None, lambda: None, batch_s=1e-4, min_calls=1)
+    assert out["batches"] == 2 * second_timer.BATCHES
+    for bad in ("0", "-1", "soon"):
+        monkeypatch.setenv(stopping.WINDOW_SCALE_VAR, bad)
+        with pytest.raises(ValueError, match="positive"):
+            stopping.window_scale()
+    ap = argparse.ArgumentParser()
+    timer_check.add_arguments(ap)
+    assert ap.parse_args(["--out", "x", "--window-scale", "3"]).window_scale == 3.0
+    with pytest.raises(SystemExit):
+        ap.parse_args(["--out", "x", "--window-scale", "0"])
 
 
 def test_the_second_timer_alternates_a_rows_batches_with_its_references():
@@ -390,10 +410,12 @@ def test_the_rows_sustained_window_alternates_with_its_references(monkeypatch):
 
     import problems
     from harness.run import adjacent as adjacent_mod
+    from harness.measure import stopping
+    monkeypatch.setenv(stopping.WINDOW_SCALE_VAR, "2")      # every part twice as long, twice the batches
     order = []
     parts = adjacent_mod.SUSTAINED_PARTS
-    seconds = timing.SUSTAINED_S["compute"] / parts
-    batches = timing.SUSTAINED_BATCHES // parts
+    seconds = 2 * timing.SUSTAINED_S["compute"] / parts
+    batches = 2 * timing.SUSTAINED_BATCHES // parts
 
     def part(ms, mhz):
         return {"median_ms": ms, "batch_ms": [ms] * batches, "calls": batches, "window_s": seconds,
@@ -424,7 +446,7 @@ def test_the_rows_sustained_window_alternates_with_its_references(monkeypatch):
     window = beside(row_window)
     assert order == [("reference", seconds, batches)] + [("row", seconds, batches),
                                                          ("reference", seconds, batches)] * parts
-    assert window["parts"] == parts and window["batches"] == timing.SUSTAINED_BATCHES
+    assert window["parts"] == parts and window["batches"] == 2 * timing.SUSTAINED_BATCHES
     assert holds == [(3e-5, gate)] * (parts + 1)
     assert window["median_ms"] == pytest.approx(2.55) and window["sm_clock_mhz"] == 1650.0
     summary = adjacent_mod.summary("array_api[torch]", {"median_ms": 1.0}, {"median_ms": 1.0}, window=adjacent.windows)

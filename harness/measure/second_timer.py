@@ -22,7 +22,7 @@ import contextlib
 import os
 import time
 
-from harness.measure.stopping import summarize
+from harness.measure.stopping import summarize, window_scale
 
 BATCH_S = 0.2
 MIN_CALLS = 10
@@ -62,14 +62,20 @@ def figure(samples: list[float], calls: int) -> dict:
             "batches": len(samples), "calls_per_batch": calls}
 
 
-def host_batches(run, sync, batch_s: float = BATCH_S, batches: int = BATCHES, min_calls: int = MIN_CALLS) -> dict:
-    """Median seconds a call over `batches` host-timed, device-synchronized batches (in ms)."""
+def scaled_batches() -> int:
+    """BATCHES times the lab's window scale (stopping.window_scale), at least one."""
+    return max(1, round(BATCHES * window_scale()))
+
+
+def host_batches(run, sync, batch_s: float = BATCH_S, batches: int | None = None, min_calls: int = MIN_CALLS) -> dict:
+    """Median seconds a call over `batches` (scaled_batches()) host-timed, device-synchronized batches (in ms)."""
+    batches = scaled_batches() if batches is None else batches
     calls = calls_per_batch(run, sync, batch_s, min_calls)
     return figure([batch(run, sync, calls) for _ in range(batches)], calls)
 
 
 def interleaved(run, reference, sync, reference_context=contextlib.nullcontext, batch_s: float = BATCH_S,
-                batches: int = BATCHES, min_calls: int = MIN_CALLS) -> tuple[dict, dict]:
+                batches: int | None = None, min_calls: int = MIN_CALLS) -> tuple[dict, dict]:
     """The row's figure and its reference's from alternating batches, each of the row's between two of
     the reference's (R, B, R, ..., B, R): both from the same seconds of load, so the GPU's drift
     between them (its clock moves by percents over seconds at the power limit) is in neither's ratio.
@@ -77,6 +83,7 @@ def interleaved(run, reference, sync, reference_context=contextlib.nullcontext, 
     def reference_batch(calls=None):
         with reference_context():
             return batch(reference, sync, calls) if calls else calls_per_batch(reference, sync, batch_s, min_calls)
+    batches = scaled_batches() if batches is None else batches
     ref_calls, row_calls = reference_batch(), calls_per_batch(run, sync, batch_s, min_calls)
     ref, row = [reference_batch(ref_calls)], []
     for _ in range(batches):

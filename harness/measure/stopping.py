@@ -4,6 +4,7 @@ a lead still settling from noise, and the summaries a record keeps. Pure Python,
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -34,6 +35,24 @@ def summarize(samples_s: list[float]) -> dict:
     noise = statistics.stdev(samples_s) / mean if len(samples_s) > 1 and mean > 0 else None
     return {"median_ms": qs[1] * 1e3, "q1_ms": qs[0] * 1e3, "q3_ms": qs[2] * 1e3, "mean_ms": mean * 1e3,
             "min_ms": min(samples_s) * 1e3, "noise": noise, "samples": len(samples_s)}
+
+
+# A factor on the length of every sustained window and on the second timer's batch count (`ways
+# timer-check --window-scale`, which sets it for the workers): a comparison's standard error falls as
+# the square root of its batches.
+WINDOW_SCALE_VAR = "WAYS_WINDOW_SCALE"
+
+
+def window_scale() -> float:
+    """WINDOW_SCALE_VAR's factor (1 where unset); a value that is not a positive number is an error."""
+    value = os.environ.get(WINDOW_SCALE_VAR, "1")
+    try:
+        scale = float(value)
+    except ValueError:
+        scale = 0.0
+    if not scale > 0:
+        raise ValueError(f"{WINDOW_SCALE_VAR} must be a positive number, not {value!r}")
+    return scale
 
 
 # the standard error of a median of n samples from a normal spread, per unit of its standard deviation

@@ -30,7 +30,7 @@ import statistics
 import time
 
 from harness.measure.phases import PHASES
-from harness.measure.stopping import Criterion, done, settling, summarize
+from harness.measure.stopping import Criterion, done, settling, summarize, window_scale
 
 # Cold samples under this fraction of the maximum SM clock are dropped (a GPU that slow is idling or
 # broken); between it and LOW_CLOCK_FRACTION they are kept and the row says its clock was low (a
@@ -237,8 +237,11 @@ def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | No
         if with_sustained or not lead_s else {"calls": 0, "seconds": 0.0, "settled": None, "dispatch_s": None}
     calls, dispatch_s = warm["calls"], warm["dispatch_s"]
 
-    def row_window(seconds=SUSTAINED_S[roofline], batches=SUSTAINED_BATCHES):
-        return sustained(device, run, warm["seconds"] / max(calls, 1), seconds=seconds, batches=batches,
+    def row_window(seconds=None, batches=None):
+        scale = window_scale()
+        return sustained(device, run, warm["seconds"] / max(calls, 1),
+                         seconds=SUSTAINED_S[roofline] * scale if seconds is None else seconds,
+                         batches=round(SUSTAINED_BATCHES * scale) if batches is None else batches,
                          dispatch_s=dispatch_s, hold=hold)
     window = (beside(row_window) if beside else row_window()) if with_sustained else None
     with PHASES("sampling (cold)"):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import statistics
 
 from harness.measure import second_timer, timing as timing_mod
-from harness.measure.stopping import Criterion
+from harness.measure.stopping import Criterion, window_scale
 from harness.run import registry
 from harness.run.session import Session
 
@@ -93,8 +93,9 @@ class Adjacent:
         if ref is None or ref is SELF:
             return None
         _, s, run = ref
-        seconds = timing_mod.SUSTAINED_S["compute"] / SUSTAINED_PARTS
-        batches = timing_mod.SUSTAINED_BATCHES // SUSTAINED_PARTS
+        scale = window_scale()
+        seconds = timing_mod.SUSTAINED_S["compute"] * scale / SUSTAINED_PARTS
+        batches = max(1, round(timing_mod.SUSTAINED_BATCHES * scale) // SUSTAINED_PARTS)
 
         def reference_part(dispatch_s):
             with s.backend.stream_context(s.stream):

@@ -3,7 +3,8 @@ and every implementation (their vendor rows with them): a `ways run` of those ca
 worker also times each row with host-synchronized batches (measure/second_timer.py), the
 compute-bound rows' adjacent reference too.
 
-    ways timer-check --out DIR [-p P ...] [-b B ...] [--jobs N]   (GPU; DIR/results.json, crosscheck.json, .md)
+    ways timer-check --out DIR [-p P ...] [-b B ...] [--jobs N] [--window-scale K]
+                                                   (GPU; DIR/results.json, crosscheck.json, .md)
 
     ways timer-check --from DIR/results.json --out DIR2    (no GPU: the comparison of a run made so)
 
@@ -28,7 +29,7 @@ from pathlib import Path
 import problems
 from harness.measure import roofline, second_timer
 from harness.measure.roofline import adjacent_speed
-from harness.measure.stopping import ratio_standard_error
+from harness.measure.stopping import WINDOW_SCALE_VAR, ratio_standard_error
 from harness.measure.timing import HOST_BOUND_SHARE
 from harness.results import merge
 from harness.results.records import host_exposed, impl_label
@@ -129,6 +130,14 @@ def markdown(rows: list[dict], tolerance: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+def positive(text: str) -> float:
+    """An argparse type: a positive number."""
+    value = float(text)
+    if not value > 0:
+        raise ValueError(text)
+    return value
+
+
 def add_arguments(ap) -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("-p", "--problem", action="append", default=[], choices=problems.names(),
@@ -138,6 +147,9 @@ def add_arguments(ap) -> None:
     ap.add_argument("--jobs", type=int, default=1, help="implementations at once, as `ways run --jobs`")
     ap.add_argument("--from", dest="results", type=Path,
                     help="compare the rows of this results.json (a timer-check's run) instead of running")
+    ap.add_argument("--window-scale", type=positive, default=1.0,
+                    help="a factor on every sustained window and the second timer's batches (default 1): "
+                         "a comparison's standard error falls as its square root")
     ap.add_argument("--tolerance", type=float, default=TOLERANCE,
                     help=f"largest |lab / second timer - 1| of a device-bound row (default {TOLERANCE})")
 
@@ -147,7 +159,8 @@ def main(args) -> int:
         doc = merge.load(args.results)
         roofline.apply(doc)              # the %s by the lab's rules now, from the run's own timings
     else:
-        os.environ[second_timer.ENABLED_VAR] = "1"           # the workers inherit it
+        os.environ[second_timer.ENABLED_VAR] = "1"           # the workers inherit both
+        os.environ[WINDOW_SCALE_VAR] = repr(args.window_scale)
         names = args.problem or problems.names()
         doc = Run(Options(problems=names, backends=args.backend, kinds=("bench",), jobs=args.jobs, out=args.out,
                           case_names=tuple(problems.get(p).headline_case().name for p in names),
