@@ -340,6 +340,11 @@ def test_the_reference_is_timed_cold_beside_the_row_and_its_batches_only_after(m
     assert timing["adjacent"]["ms"] == 1.0 and timing["adjacent"]["second_timer_ms"] == pytest.approx(1.2)
     assert timing["second_timer"]["median_ms"] == pytest.approx(1.0)
     assert timing["second_timer"]["batches"] == second_timer.BATCHES
+    # every batch kept, in order, the reference's too: a later analysis may pair each of the row's with
+    # the reference's on either side of it
+    assert timing["second_timer"]["batch_ms"] == pytest.approx([1.0] * second_timer.BATCHES)
+    assert timing["adjacent"]["second_timer_batch_ms"] == pytest.approx([1.2] * (second_timer.BATCHES + 1))
+    assert timing["adjacent"]["second_timer_batches"] == second_timer.BATCHES + 1
 
 
 def test_a_vendor_row_whose_sustained_batches_spread_is_no_sustained_ceiling():
@@ -451,6 +456,7 @@ def test_the_rows_sustained_window_alternates_with_its_references(monkeypatch):
     assert window["median_ms"] == pytest.approx(2.55) and window["sm_clock_mhz"] == 1650.0
     summary = adjacent_mod.summary("array_api[torch]", {"median_ms": 1.0}, {"median_ms": 1.0}, window=adjacent.windows)
     assert summary["sustained_ms"] == pytest.approx(2.05) and summary["sustained_sm_clock_mhz"] == 1700.0
+    assert summary["sustained_batches"] == (parts + 1) * batches == len(summary["sustained_batch_ms"])
     monkeypatch.setattr(adjacent, "reference", lambda *a: adjacent_mod.SELF)
     assert adjacent.beside(gemm, gemm.headline_case(), "array_api[torch]") is None and adjacent.windows is None
 

@@ -59,7 +59,7 @@ def batch(run, sync, calls: int) -> float:
 def figure(samples: list[float], calls: int) -> dict:
     s = summarize(samples)
     return {"engine": "host-synchronized batches", "median_ms": s["median_ms"], "noise": s["noise"],
-            "batches": len(samples), "calls_per_batch": calls}
+            "batches": len(samples), "calls_per_batch": calls, "batch_ms": [x * 1e3 for x in samples]}
 
 
 def scaled_batches() -> int:

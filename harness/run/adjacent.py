@@ -157,9 +157,10 @@ def summary(label: str, before: dict, after: dict, second: dict | None = None, w
            "power_w": statistics.fmean(watts) if watts else None}
     if second and second.get("median_ms"):
         out.update(second_timer_ms=second["median_ms"], second_timer_noise=second.get("noise"),
-                   second_timer_batches=second.get("batches"))
+                   second_timer_batches=second.get("batches"), second_timer_batch_ms=second.get("batch_ms"))
     if window and window.get("median_ms"):
         out.update(sustained_ms=window["median_ms"], sustained_noise=window.get("noise"),
                    sustained_batches=window.get("batches") or window.get("samples"),
+                   sustained_batch_ms=window.get("batch_ms"),
                    sustained_sm_clock_mhz=window.get("sm_clock_mhz"))
     return out
