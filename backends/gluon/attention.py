@@ -25,19 +25,13 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warp
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from backends.base import compiling
+from backends.gluon._pipeline import load_stage
 
 BM, BN = 128, 128            # queries a program, keys a step
 BUFFERS = 2                  # K and V stages: 2 x (32 + 32) KiB beside Q's 32 KiB at D = 128
 WARPS = 8                    # two warpgroups of 64 query rows
 HEAD_DIMS = (64, 128)
 LOG2E = 1.4426950408889634
-
-
-@gluon.jit
-def load_kv(k_desc, v_desc, row, ready, k_buf, v_buf, pred):
-    mbarrier.expect(ready, k_desc.block_type.nbytes + v_desc.block_type.nbytes, pred=pred)
-    tma.async_copy_global_to_shared(k_desc, [row, 0], ready, k_buf, pred=pred)
-    tma.async_copy_global_to_shared(v_desc, [row, 0], ready, v_buf, pred=pred)
 
 
 @gluon.jit
@@ -71,8 +65,8 @@ def attention(q_desc, k_desc, v_desc, o_ptr, S, qk_scale, CAUSAL: gl.constexpr, 
     end = gl.minimum(S, start_m + BM) if CAUSAL else S
     steps = gl.cdiv(end, BN)
     for first in gl.static_range(BUFFERS - 1):
-        load_kv(k_desc, v_desc, head_row + first * BN, ready.index(first), k_bufs.index(first), v_bufs.index(first),
-                first < steps)
+        load_stage(k_desc, (head_row + first * BN, 0), v_desc, (head_row + first * BN, 0), ready.index(first),
+                   k_bufs.index(first), v_bufs.index(first), pred=first < steps)
 
     rows = start_m + gl.arange(0, BM, layout=row_layout)
     cols = gl.arange(0, BN, layout=gl.SliceLayout(0, s_layout))
@@ -102,7 +96,8 @@ def attention(q_desc, k_desc, v_desc, o_ptr, S, qk_scale, CAUSAL: gl.constexpr, 
         o = warpgroup_mma_wait(num_outstanding=0, deps=(o, ))
         ahead = i + BUFFERS - 1
         t = ahead % BUFFERS
-        load_kv(k_desc, v_desc, head_row + ahead * BN, ready.index(t), k_bufs.index(t), v_bufs.index(t), ahead < steps)
+        load_stage(k_desc, (head_row + ahead * BN, 0), v_desc, (head_row + ahead * BN, 0), ready.index(t),
+                   k_bufs.index(t), v_bufs.index(t), pred=ahead < steps)
     mbarrier.invalidate(q_ready)
     for stage in gl.static_range(BUFFERS):
         mbarrier.invalidate(ready.index(stage))
