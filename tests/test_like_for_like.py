@@ -266,6 +266,21 @@ def test_timer_check_compares_each_rows_headline_figure_with_the_second_timers()
     assert "| gemm |" in text and "host-bound: not checked" in text
 
 
+def test_timer_check_pairs_each_rows_part_with_the_reference_parts_beside_it():
+    """R, B, R, ..., B, R under a clock that slows steadily: each part against the mean of the reference's
+    parts on either side of it gives the same speed ratio whatever the drift; both timers' pairs."""
+    drift = [1.0 + 0.02 * i for i in range(11)]            # each part 2% slower than the one before
+    ref = [2.0 * d for d in drift[0::2] for _ in range(2)]         # 6 reference parts of 2 batches
+    row = [1.0 * d for d in drift[1::2] for _ in range(2)]         # 5 row parts between them
+    assert timer_check.paired_speed(row, ref, 2) == pytest.approx(2.0)
+    assert timer_check.paired_speed(row, ref[:-2], 2) is None            # not interleaved
+    t = {"sustained": {"batch_ms": row, "parts": 5}, "second_timer": {"batch_ms": [1.0] * 7},
+         "adjacent": {"sustained_batch_ms": ref, "second_timer_batch_ms": [1.9] * 8}}
+    assert timer_check.paired_difference(t) == pytest.approx(2.0 / 1.9 - 1)
+    del t["adjacent"]["second_timer_batch_ms"]
+    assert timer_check.paired_difference(t) is None
+
+
 def test_timer_check_gives_each_difference_the_standard_error_of_its_windows():
     """The four medians a compute-bound % compares (the row's window and second timer, its reference's
     two), each sqrt(pi/2) noise / sqrt(batches), in quadrature; a difference over the tolerance but within

@@ -17,6 +17,8 @@ power than its reference). The exit status is 1 where a device-bound row differs
 the second timer, synchronizing around each batch, times its host. Beside each difference, its own
 precision: the standard error of the ratio of the medians it compares (the row's sustained window and
 second timer, and for a compute-bound row its adjacent reference's two), from their batches' spread;
+and the same difference with each of the row's parts paired with the reference's parts on either side
+of it (paired_speed: the drift within a pair cancels), where the record keeps the reference's batches;
 at the power limit a clock that moves by percents within a second makes it 1-3%, so a difference
 within 2 of them is the timers agreeing as far as their windows can tell.
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 from pathlib import Path
 
 import problems
@@ -63,6 +66,30 @@ def standard_error(t: dict, compute_bound: bool) -> tuple[float | None, str]:
     return ratio_standard_error(parts), note
 
 
+def paired_speed(row_ms: list[float], ref_ms: list[float], per_part: int) -> float | None:
+    """The row's speed against its reference's from interleaved batches (R, B, R, ..., B, R): each part
+    of `per_part` row batches against the mean of the reference's parts on either side of it, the median
+    of those ratios; the clock's drift within a pair cancels. None where the batches do not interleave."""
+    parts = len(row_ms) // per_part if per_part else 0
+    if not parts or len(row_ms) != parts * per_part or len(ref_ms) != (parts + 1) * per_part:
+        return None
+    med = [statistics.median(x[i * per_part:(i + 1) * per_part]) for x, n in ((row_ms, parts), (ref_ms, parts + 1))
+           for i in range(n)]
+    rows, refs = med[:parts], med[parts:]
+    return statistics.median((refs[i] + refs[i + 1]) / 2 / rows[i] for i in range(parts))
+
+
+def paired_difference(t: dict) -> float | None:
+    """lab / second - 1 of a compute-bound row by paired_speed in both timers (None for a record made
+    before the reference's batches were kept)."""
+    sus, sec, adj = t.get("sustained") or {}, t.get("second_timer") or {}, t.get("adjacent") or {}
+    if not (sus.get("parts") and sus.get("batch_ms") and sec.get("batch_ms")):
+        return None
+    lab = paired_speed(sus["batch_ms"], adj.get("sustained_batch_ms") or [], len(sus["batch_ms"]) // sus["parts"])
+    second = paired_speed(sec["batch_ms"], adj.get("second_timer_batch_ms") or [], 1)
+    return lab / second - 1 if lab and second else None
+
+
 def host_bound(t: dict) -> bool:
     """Whether the tool's dispatch takes HOST_BOUND_SHARE of its device time or more, or the lab saw its
     host through a timing mode (records.flag's "host exposed"): back to back with the device
@@ -100,6 +127,7 @@ def compare(doc: dict) -> list[dict]:
                        headline=t.get("pct_of_peak"), reference=(t.get("reference") or {}).get("label"))
         row["difference"] = row["lab"] / row["second"] - 1 if row["lab"] and row["second"] else None
         row["standard_error"], row["standard_error_note"] = standard_error(t, problem.roofline != "memory")
+        row["paired_difference"] = paired_difference(t) if problem.roofline != "memory" else None
         row["headline_difference"] = row["headline"] / row["second"] - 1 if row["headline"] and row["second"] else None
         rows.append(row)
     return sorted(rows, key=lambda x: (x["problem"], x["case"], x["implementation"]))
@@ -112,8 +140,8 @@ def disagreeing(rows: list[dict], tolerance: float) -> list[dict]:
 
 def markdown(rows: list[dict], tolerance: float) -> str:
     lines = ["| problem | case | implementation | figure | lab sustained | second timer | difference |"
-             " its standard error | lab cold (headline) | headline vs second timer |",
-             "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
+             " its standard error | paired difference | lab cold (headline) | headline vs second timer |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for x in rows:
         diff, head, se = x["difference"], x["headline_difference"], x.get("standard_error")
         mark = " (host-bound: not checked)" if x["host_bound"] else \
@@ -124,6 +152,7 @@ def markdown(rows: list[dict], tolerance: float) -> str:
                      f"{x['lab'] or 0:.1f} | {x['second'] or 0:.1f} | "
                      + (f"{100 * diff:+.1f}%{mark}" if diff is not None else "no second figure") + " | "
                      + (f"{100 * se:.1f}%{'*' if x.get('standard_error_note') else ''}" if se else "") + " | "
+                     + (f"{100 * x['paired_difference']:+.1f}%" if x.get("paired_difference") is not None else "") + " | "
                      + f"{x['headline'] or 0:.1f} | " + (f"{100 * head:+.1f}% |" if head is not None else " |"))
     if any(x.get("standard_error_note") for x in rows):
         lines.append(f"\n\\* {next(x['standard_error_note'] for x in rows if x.get('standard_error_note'))}")
