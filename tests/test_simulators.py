@@ -4,7 +4,9 @@ float32 cases: its small float16 ones), the Triton kernels on
 Triton's interpreter (TRITON_INTERPRET=1, small fp32/fp16 test cases on CPU tensors) and the Warp
 tile kernels on Warp's CPU device (the warp_tiles[cpu] variant, small test cases) and the JAX Pallas
 kernels (Triton lowering) in Pallas's interpreter (WAYS_PALLAS_INTERPRET=1), and the Helion kernels
-(fixed configs) as the Triton code they generate, in Triton's interpreter."""
+(fixed configs) as the Triton code they generate, in Triton's interpreter. A simulator runs a block's
+threads or programs in Python, so it takes the test cases of up to SIMULATED_FLOPS_MAX flops: every odd
+shape and dtype but the 1000-long attention and the 1000^3 GEMM (a GPU runs those)."""
 import importlib.util
 
 import pytest
@@ -27,6 +29,12 @@ PAIRS = [pytest.param(b, p, id=f"{b}-{p}") for b in TOOLS for p in backends.prob
 # a case's limit: the run's own rule is a GPU's (a minute and builds), a simulated block runs its threads
 # in Python (numba's simulator: over a minute for 1000 one-column rows)
 SIMULATED_CASE_LIMIT_S = 600.0
+SIMULATED_FLOPS_MAX = 2e8           # numba's simulator took 164 s for attention's 1000-long cases
+
+
+def simulated_cases(problem: str) -> list[str]:
+    spec = problems.get(problem)
+    return [c.name for c in spec.cases() if c.kind == "test" and spec.work(c)[1] <= SIMULATED_FLOPS_MAX]
 
 
 @pytest.mark.parametrize("backend,problem", PAIRS)
@@ -36,7 +44,8 @@ def test_kernels_without_a_gpu(tmp_path, monkeypatch, backend, problem):
         pytest.skip(f"{module} not installed")
     if switch:
         monkeypatch.setenv(switch, "1")                  # inherited by the worker processes
-    doc = run_lab(tmp_path, problems=[problem], backends_=[backend], item_timeout=SIMULATED_CASE_LIMIT_S)
+    doc = run_lab(tmp_path, problems=[problem], backends_=[backend], item_timeout=SIMULATED_CASE_LIMIT_S,
+                  case_names=tuple(simulated_cases(problem)))
     name, _, variant = backend.rstrip("]").partition("[")
     rows = [r for r in doc["records"] if r["backend"] == name and r["variant"] == variant]
     ran = [r for r in rows if r["status"] == "ok"]
@@ -51,3 +60,11 @@ def test_kernels_without_a_gpu(tmp_path, monkeypatch, backend, problem):
     assert ran and {r["dtype"] for r in ran} == dtypes and all(len(r["seeds"]) == 3 for r in ran)
     skipped = [r for r in rows if r["status"] == "not_applicable" and r["dtype"] in dtypes]
     assert all(word in r["reason"] for r in skipped)           # (other dtypes: the tool's own reasons)
+
+
+def test_simulators_take_every_problems_odd_shapes_and_dtypes():
+    for name in backends.problems_of("triton"):
+        spec, kept = problems.get(name), set(simulated_cases(name))
+        tests = [c for c in spec.cases() if c.kind == "test"]
+        assert {c.dtype for c in tests if c.name in kept} == {c.dtype for c in tests}
+        assert len(kept) >= len(tests) // 2, (name, sorted(kept))
