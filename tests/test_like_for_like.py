@@ -304,6 +304,9 @@ def test_timer_check_gives_each_difference_the_standard_error_of_its_windows():
            "standard_error": 0.02, "standard_error_note": ""}
     assert "**over** (within 2 of its standard error) | 2.0% |" in timer_check.markdown([row], 0.02)
     assert "within" not in timer_check.markdown([{**row, "standard_error": 0.01}], 0.02)
+    unreferenced = {**row, "lab": None, "second": None, "difference": None, "headline": None,
+                    "headline_difference": None}      # its reference did not run: no % to show, not 0.0
+    assert "| none | none | no second figure |" in timer_check.markdown([unreferenced], 0.02)
 
 
 def test_the_probe_that_sizes_the_window_waits_behind_the_gate_too(sim_clock):

@@ -138,6 +138,11 @@ def disagreeing(rows: list[dict], tolerance: float) -> list[dict]:
     return [x for x in rows if not x["host_bound"] and (x["difference"] is None or abs(x["difference"]) > tolerance)]
 
 
+def figure(value: float | None) -> str:
+    """A figure of the table, or "none" where a timer has none (e.g. its reference did not run)."""
+    return f"{value:.1f}" if value else "none"
+
+
 def markdown(rows: list[dict], tolerance: float) -> str:
     lines = ["| problem | case | implementation | figure | lab sustained | second timer | difference |"
              " its standard error | paired difference | lab cold (headline) | headline vs second timer |",
@@ -149,11 +154,11 @@ def markdown(rows: list[dict], tolerance: float) -> str:
         if mark == " **over**" and diff is not None and se and abs(diff) <= SE_MULTIPLE * se:
             mark += f" (within {SE_MULTIPLE} of its standard error)"
         lines.append(f"| {x['problem']} | {x['case']} | {x['implementation']} | {x['figure']} | "
-                     f"{x['lab'] or 0:.1f} | {x['second'] or 0:.1f} | "
+                     f"{figure(x['lab'])} | {figure(x['second'])} | "
                      + (f"{100 * diff:+.1f}%{mark}" if diff is not None else "no second figure") + " | "
                      + (f"{100 * se:.1f}%{'*' if x.get('standard_error_note') else ''}" if se else "") + " | "
                      + (f"{100 * x['paired_difference']:+.1f}%" if x.get("paired_difference") is not None else "") + " | "
-                     + f"{x['headline'] or 0:.1f} | " + (f"{100 * head:+.1f}% |" if head is not None else " |"))
+                     + f"{figure(x['headline'])} | " + (f"{100 * head:+.1f}% |" if head is not None else " |"))
     if any(x.get("standard_error_note") for x in rows):
         lines.append(f"\n\\* {next(x['standard_error_note'] for x in rows if x.get('standard_error_note'))}")
     return "\n".join(lines) + "\n"
