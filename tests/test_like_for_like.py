@@ -176,6 +176,26 @@ def test_the_second_timer_times_host_synchronized_batches():
     assert out["calls_per_batch"] >= 3 and len(synced) == 2 + 2 * 3
 
 
+def test_the_second_timer_reads_the_clock_while_each_batch_runs():
+    """The clock is read once a batch, after its calls are queued and before the closing synchronize
+    (the device still busy with them), for the row's batches and the reference's alike."""
+    events = []
+
+    def clock():
+        events.append("clock")
+        return 1500.0 + len([e for e in events if e == "clock"])
+    row = lambda: events.append("row")               # noqa: E731
+    reference = lambda: events.append("reference")   # noqa: E731
+    out, ref = second_timer.interleaved(row, reference, lambda: events.append("sync"), batch_s=0.0, batches=2,
+                                        min_calls=2, clock=clock)
+    assert len(out["batch_sm_clock_mhz"]) == 2 and len(ref["batch_sm_clock_mhz"]) == 3
+    assert out["sm_clock_mhz"] == pytest.approx(sum(out["batch_sm_clock_mhz"]) / 2)
+    for k, e in enumerate(events):
+        if e == "clock":
+            assert events[k - 1] in ("row", "reference") and events[k + 1] == "sync"
+    assert second_timer.host_batches(row, lambda: None, batch_s=0.0, batches=2, min_calls=1)["sm_clock_mhz"] is None
+
+
 def test_a_window_scale_lengthens_every_sustained_window_and_the_second_timers_batches(monkeypatch):
     """WAYS_WINDOW_SCALE (ways timer-check --window-scale): the row's window, its reference's parts
     beside it and the second timer's batch count, each times the factor; nothing else is a factor."""
@@ -307,6 +327,8 @@ def test_timer_check_gives_each_difference_the_standard_error_of_its_windows():
     unreferenced = {**row, "lab": None, "second": None, "difference": None, "headline": None,
                     "headline_difference": None}      # its reference did not run: no % to show, not 0.0
     assert "| none | none | no second figure |" in timer_check.markdown([unreferenced], 0.02)
+    assert timer_check.markdown([{**row, "second_timer_mhz": (1844.0, 1777.0)}], 0.02).rstrip().endswith(
+        "| 1844 / 1777 |")
 
 
 def test_the_probe_that_sizes_the_window_waits_behind_the_gate_too(sim_clock):
@@ -326,6 +348,9 @@ def test_the_report_says_where_a_sustained_window_was_held_or_showed_the_host():
     assert held_note({"sustained": {"host_bound": False}}) == "" and held_note({}) == ""
 
 
+NO_NVML_DEVICE = type("Device", (), {"pci_bus_id": "0000:00:00.0"})()   # NVML finds no such GPU: no clock
+
+
 def test_the_reference_is_timed_cold_beside_the_row_and_its_batches_only_after(monkeypatch):
     """A, B, A with nothing between the cold loops: the back-to-back batches of the second timer (at the
     power limit) come after all three, or the row's cold loop would start from them, not its lead."""
@@ -335,8 +360,8 @@ def test_the_reference_is_timed_cold_beside_the_row_and_its_batches_only_after(m
     from harness.run.adjacent import Adjacent
     order = []
     engine = SimpleNamespace(cold=lambda run, crit: order.append(("cold", run.__name__)) or {"median_ms": 1.0})
-    monkeypatch.setattr(second_timer, "batch", lambda run, sync, calls: order.append(("batch", run.__name__))
-                        or (1.2e-3 if run.__name__ == "reference" else 1.0e-3))
+    monkeypatch.setattr(second_timer, "batch", lambda run, sync, calls, clock: order.append(("batch", run.__name__))
+                        or (1.2e-3 if run.__name__ == "reference" else 1.0e-3, clock()))
     monkeypatch.setattr(second_timer, "calls_per_batch", lambda run, sync, *a: 10)
     monkeypatch.setenv(second_timer.ENABLED_VAR, "1")
 
@@ -346,7 +371,7 @@ def test_the_reference_is_timed_cold_beside_the_row_and_its_batches_only_after(m
     def row():
         pass
     session = SimpleNamespace(backend=SimpleNamespace(stream_context=lambda stream: contextlib.nullcontext()),
-                              stream=None, device=SimpleNamespace(sync=lambda: None))
+                              stream=None, device=SimpleNamespace(sync=lambda: None, device=NO_NVML_DEVICE))
     adjacent = Adjacent(device=None, scratch=None)
     monkeypatch.setattr(adjacent, "reference", lambda *a: ("array_api[torch]", session, reference))
     gemm = problems.get("gemm")
@@ -456,7 +481,7 @@ def test_the_rows_sustained_window_alternates_with_its_references(monkeypatch):
     monkeypatch.setattr(timing, "sustained", sustained)
     monkeypatch.setattr(timing, "warm_up", lambda run, sync, seconds: {"dispatch_s": 3e-5})
     session = SimpleNamespace(backend=SimpleNamespace(stream_context=lambda stream: contextlib.nullcontext()),
-                              stream=None, device=SimpleNamespace(sync=lambda: None))
+                              stream=None, device=SimpleNamespace(sync=lambda: None, device=NO_NVML_DEVICE))
     adjacent = adjacent_mod.Adjacent(device=None, scratch=None)
     monkeypatch.setattr(adjacent, "reference", lambda *a: ("array_api[torch]", session, reference))
     gemm = problems.get("gemm")

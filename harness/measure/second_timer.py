@@ -8,7 +8,9 @@ Works as follows:
 2. Each of BATCHES batches: the device synchronized, the host clock read, the batch's calls queued
    back to back, the device synchronized again, the clock read.
 3. The figure is the median batch's time over its calls; one synchronize's cost a batch (tens of
-   microseconds) is under 0.1% of it.
+   microseconds) is under 0.1% of it. Where a clock is given (the SM clock from NVML), it is read
+   once a batch, after its calls are queued and before the closing synchronize, while they run:
+   at the power limit a row's % of its reference moves with the clock each ran at.
 4. A compute-bound row's batches alternate with its reference's (interleaved()), each of the row's
    between two of the reference's: the % of the reference is taken over the same seconds of load.
 
@@ -46,20 +48,25 @@ def calls_per_batch(run, sync, batch_s: float = BATCH_S, min_calls: int = MIN_CA
     return max(min_calls, round(batch_s / max(time.perf_counter() - t0, 1e-7)))
 
 
-def batch(run, sync, calls: int) -> float:
-    """Seconds a call over one batch: the device synchronized, `calls` calls back to back, again synchronized."""
+def batch(run, sync, calls: int, clock=None) -> tuple[float, float | None]:
+    """Seconds a call over one batch (the device synchronized, `calls` calls back to back, again
+    synchronized) and `clock()` read as the batch runs (None without a clock)."""
     sync()
     t0 = time.perf_counter()
     for _ in range(calls):
         run()
+    mhz = clock() if clock else None
     sync()
-    return (time.perf_counter() - t0) / calls
+    return (time.perf_counter() - t0) / calls, mhz
 
 
-def figure(samples: list[float], calls: int) -> dict:
+def figure(batches: list[tuple[float, float | None]], calls: int) -> dict:
+    """The median batch's ms a call, the batches' spread and every batch; the mean SM clock where read."""
+    samples, mhz = [b for b, _ in batches], [m for _, m in batches if m is not None]
     s = summarize(samples)
     return {"engine": "host-synchronized batches", "median_ms": s["median_ms"], "noise": s["noise"],
-            "batches": len(samples), "calls_per_batch": calls, "batch_ms": [x * 1e3 for x in samples]}
+            "batches": len(samples), "calls_per_batch": calls, "batch_ms": [x * 1e3 for x in samples],
+            "sm_clock_mhz": sum(mhz) / len(mhz) if mhz else None, "batch_sm_clock_mhz": mhz or None}
 
 
 def scaled_batches() -> int:
@@ -67,26 +74,27 @@ def scaled_batches() -> int:
     return max(1, round(BATCHES * window_scale()))
 
 
-def host_batches(run, sync, batch_s: float = BATCH_S, batches: int | None = None, min_calls: int = MIN_CALLS) -> dict:
+def host_batches(run, sync, batch_s: float = BATCH_S, batches: int | None = None, min_calls: int = MIN_CALLS,
+                 clock=None) -> dict:
     """Median seconds a call over `batches` (scaled_batches()) host-timed, device-synchronized batches (in ms)."""
     batches = scaled_batches() if batches is None else batches
     calls = calls_per_batch(run, sync, batch_s, min_calls)
-    return figure([batch(run, sync, calls) for _ in range(batches)], calls)
+    return figure([batch(run, sync, calls, clock) for _ in range(batches)], calls)
 
 
 def interleaved(run, reference, sync, reference_context=contextlib.nullcontext, batch_s: float = BATCH_S,
-                batches: int | None = None, min_calls: int = MIN_CALLS) -> tuple[dict, dict]:
+                batches: int | None = None, min_calls: int = MIN_CALLS, clock=None) -> tuple[dict, dict]:
     """The row's figure and its reference's from alternating batches, each of the row's between two of
     the reference's (R, B, R, ..., B, R): both from the same seconds of load, so the GPU's drift
     between them (its clock moves by percents over seconds at the power limit) is in neither's ratio.
     `reference_context()` is entered around each of the reference's batches (its stream)."""
     def reference_batch(calls=None):
         with reference_context():
-            return batch(reference, sync, calls) if calls else calls_per_batch(reference, sync, batch_s, min_calls)
+            return batch(reference, sync, calls, clock) if calls else calls_per_batch(reference, sync, batch_s, min_calls)
     batches = scaled_batches() if batches is None else batches
     ref_calls, row_calls = reference_batch(), calls_per_batch(run, sync, batch_s, min_calls)
     ref, row = [reference_batch(ref_calls)], []
     for _ in range(batches):
-        row.append(batch(run, sync, row_calls))
+        row.append(batch(run, sync, row_calls, clock))
         ref.append(reference_batch(ref_calls))
     return figure(row, row_calls), figure(ref, ref_calls)

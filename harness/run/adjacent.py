@@ -139,7 +139,8 @@ class Adjacent:
             second_reference = None
             if second:               # the row's second figure from batches alternating with its reference's
                 timing["second_timer"], second_reference = second_timer.interleaved(
-                    engine_run, run, s.device.sync, lambda: s.backend.stream_context(s.stream))
+                    engine_run, run, s.device.sync, lambda: s.backend.stream_context(s.stream),
+                    clock=timing_mod.SmClock(s.device.device.pci_bus_id).read)
             timing["adjacent"] = summary(label, before, after, second_reference, self.windows)
             return timing
         return timed
@@ -157,7 +158,8 @@ def summary(label: str, before: dict, after: dict, second: dict | None = None, w
            "power_w": statistics.fmean(watts) if watts else None}
     if second and second.get("median_ms"):
         out.update(second_timer_ms=second["median_ms"], second_timer_noise=second.get("noise"),
-                   second_timer_batches=second.get("batches"), second_timer_batch_ms=second.get("batch_ms"))
+                   second_timer_batches=second.get("batches"), second_timer_batch_ms=second.get("batch_ms"),
+                   second_timer_sm_clock_mhz=second.get("sm_clock_mhz"))
     if window and window.get("median_ms"):
         out.update(sustained_ms=window["median_ms"], sustained_noise=window.get("noise"),
                    sustained_batches=window.get("batches") or window.get("samples"),

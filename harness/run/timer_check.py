@@ -129,6 +129,8 @@ def compare(doc: dict) -> list[dict]:
         row["standard_error"], row["standard_error_note"] = standard_error(t, problem.roofline != "memory")
         row["paired_difference"] = paired_difference(t) if problem.roofline != "memory" else None
         row["headline_difference"] = row["headline"] / row["second"] - 1 if row["headline"] and row["second"] else None
+        row["second_timer_mhz"] = (t["second_timer"].get("sm_clock_mhz"),
+                                   (t.get("adjacent") or {}).get("second_timer_sm_clock_mhz"))
         rows.append(row)
     return sorted(rows, key=lambda x: (x["problem"], x["case"], x["implementation"]))
 
@@ -143,10 +145,16 @@ def figure(value: float | None) -> str:
     return f"{value:.1f}" if value else "none"
 
 
+def clocks(mhz) -> str:
+    """The second timer's mean SM clocks, the row's and (compute-bound) its reference's, as recorded."""
+    return " / ".join(f"{m:.0f}" for m in (mhz or ()) if m)
+
+
 def markdown(rows: list[dict], tolerance: float) -> str:
     lines = ["| problem | case | implementation | figure | lab sustained | second timer | difference |"
-             " its standard error | paired difference | lab cold (headline) | headline vs second timer |",
-             "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             " its standard error | paired difference | lab cold (headline) | headline vs second timer |"
+             " second timer's MHz, row / reference |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for x in rows:
         diff, head, se = x["difference"], x["headline_difference"], x.get("standard_error")
         mark = " (host-bound: not checked)" if x["host_bound"] else \
@@ -158,7 +166,8 @@ def markdown(rows: list[dict], tolerance: float) -> str:
                      + (f"{100 * diff:+.1f}%{mark}" if diff is not None else "no second figure") + " | "
                      + (f"{100 * se:.1f}%{'*' if x.get('standard_error_note') else ''}" if se else "") + " | "
                      + (f"{100 * x['paired_difference']:+.1f}%" if x.get("paired_difference") is not None else "") + " | "
-                     + f"{figure(x['headline'])} | " + (f"{100 * head:+.1f}% |" if head is not None else " |"))
+                     + f"{figure(x['headline'])} | " + (f"{100 * head:+.1f}% |" if head is not None else " |")
+                     + f" {clocks(x.get('second_timer_mhz'))} |")
     if any(x.get("standard_error_note") for x in rows):
         lines.append(f"\n\\* {next(x['standard_error_note'] for x in rows if x.get('standard_error_note'))}")
     return "\n".join(lines) + "\n"
