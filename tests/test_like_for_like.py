@@ -114,6 +114,25 @@ def test_a_device_bound_tool_needs_no_gate(sim_clock):
     assert row["median_ms"] == pytest.approx(0.1, rel=1e-6)
 
 
+def test_a_part_after_a_switch_keeps_its_settling_batches_out_of_its_figure(sim_clock):
+    """A window that follows another kernel's: its first SWITCH_SETTLE_S of batches (the clock still
+    where the other kernel left it: here 10% slower) are timed, kept apart, and out of the median."""
+    from harness.measure.stopping import SWITCH_SETTLE_S
+    sim = Sim(dispatch=1e-5, kernel=1.1e-4)
+    sim_clock.append(sim)
+    settled_at = 0.1                         # device seconds: then the kernel takes its settled 0.1 ms
+
+    def run():
+        sim.kernel = 1.0e-4 if sim.free >= settled_at else 1.1e-4
+        sim.run()
+    row = timing.sustained(Device(sim), run, call_s=1e-4, seconds=0.4, batches=8, dispatch_s=1e-5,
+                           settle_s=SWITCH_SETTLE_S)
+    assert len(row["settling_batch_ms"]) == 2 and row["batches"] == 8 == len(row["batch_ms"])
+    assert row["settling_batch_ms"][0] == pytest.approx(0.11, rel=0.02)
+    assert row["median_ms"] == pytest.approx(0.1, rel=1e-6)
+    assert timing.pooled([row, row])["settling_batch_ms"] == row["settling_batch_ms"] * 2
+
+
 CASE = "8192x8192x8192-bfloat16"
 
 
@@ -187,7 +206,7 @@ def test_the_second_timer_reads_the_clock_while_each_batch_runs():
     row = lambda: events.append("row")               # noqa: E731
     reference = lambda: events.append("reference")   # noqa: E731
     out, ref = second_timer.interleaved(row, reference, lambda: events.append("sync"), batch_s=0.0, batches=2,
-                                        min_calls=2, clock=clock)
+                                        min_calls=2, clock=clock, settle_s=0.0)
     assert len(out["batch_sm_clock_mhz"]) == 2 and len(ref["batch_sm_clock_mhz"]) == 3
     assert out["sm_clock_mhz"] == pytest.approx(sum(out["batch_sm_clock_mhz"]) / 2)
     for k, e in enumerate(events):
@@ -360,8 +379,8 @@ def test_the_reference_is_timed_cold_beside_the_row_and_its_batches_only_after(m
     from harness.run.adjacent import Adjacent
     order = []
     engine = SimpleNamespace(cold=lambda run, crit: order.append(("cold", run.__name__)) or {"median_ms": 1.0})
-    monkeypatch.setattr(second_timer, "batch", lambda run, sync, calls, clock: order.append(("batch", run.__name__))
-                        or (1.2e-3 if run.__name__ == "reference" else 1.0e-3, clock()))
+    monkeypatch.setattr(second_timer, "batch", lambda run, sync, calls, clock=None: order.append(
+        ("batch" if clock else "settle", run.__name__)) or (1.2e-3 if run.__name__ == "reference" else 1.0e-3, None))
     monkeypatch.setattr(second_timer, "calls_per_batch", lambda run, sync, *a: 10)
     monkeypatch.setenv(second_timer.ENABLED_VAR, "1")
 
@@ -378,7 +397,9 @@ def test_the_reference_is_timed_cold_beside_the_row_and_its_batches_only_after(m
     timed = adjacent.around(gemm, gemm.headline_case(), "triton", engine,
                             lambda run: order.append(("cold", run.__name__)) or {"median_ms": 0.9})
     timing = timed(row)
-    batches = [("batch", "reference")] + [("batch", "row"), ("batch", "reference")] * second_timer.BATCHES
+    # each timed batch after its untimed settling one (the clock settles after the switch)
+    batches = [("settle", "reference"), ("batch", "reference")] + \
+        [("settle", "row"), ("batch", "row"), ("settle", "reference"), ("batch", "reference")] * second_timer.BATCHES
     assert order == [("cold", "reference"), ("cold", "row"), ("cold", "reference"), *batches]
     assert timing["adjacent"]["ms"] == 1.0 and timing["adjacent"]["second_timer_ms"] == pytest.approx(1.2)
     assert timing["second_timer"]["median_ms"] == pytest.approx(1.0)
@@ -474,8 +495,9 @@ def test_the_rows_sustained_window_alternates_with_its_references(monkeypatch):
     drift = iter(range(100))             # the clock drifts: each part slower than the one before
     holds = []
 
-    def sustained(device, run, call_s, seconds, batches, dispatch_s, hold):
+    def sustained(device, run, call_s, seconds, batches, dispatch_s, hold, settle_s):
         holds.append((dispatch_s, hold))
+        assert settle_s == stopping.SWITCH_SETTLE_S       # each part after a switch: the clock settles first
         order.append((run.__name__, seconds, batches))
         return part(2.0 + 0.01 * next(drift), 1700.0)
     monkeypatch.setattr(timing, "sustained", sustained)
@@ -488,7 +510,8 @@ def test_the_rows_sustained_window_alternates_with_its_references(monkeypatch):
     gate = object()                      # the engine's hold: the reference's host hidden as the row's is
     beside = adjacent.beside(gemm, gemm.headline_case(), "triton", gate)
 
-    def row_window(seconds, batches):
+    def row_window(seconds, batches, settle_s):
+        assert settle_s == stopping.SWITCH_SETTLE_S
         order.append(("row", seconds, batches))
         return part(2.5 + 0.01 * next(drift), 1650.0)
     window = beside(row_window)

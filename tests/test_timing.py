@@ -199,7 +199,7 @@ def test_one_warm_up_leads_the_sustained_window_then_the_cold_samples(monkeypatc
     order = []
     monkeypatch.setattr(timing, "warm_up", lambda run, sync, seconds, max_seconds=None: order.append(
         ("warm-up", seconds)) or {"calls": 4, "seconds": 1.0, "settled": True, "dispatch_s": 1e-5})
-    monkeypatch.setattr(timing, "sustained", lambda device, run, call_s, seconds, batches, dispatch_s, hold:
+    monkeypatch.setattr(timing, "sustained", lambda device, run, call_s, seconds, batches, dispatch_s, hold, settle_s:
                         order.append(("sustained", seconds, dispatch_s)) or {"median_ms": 2.0})
     out = timing.on_gpu(Device(), lambda: None, lambda run: order.append(("cold",)) or {"device_ms_cold": 1.0},
                         "compute")

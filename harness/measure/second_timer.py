@@ -13,6 +13,8 @@ Works as follows:
    at the power limit a row's % of its reference moves with the clock each ran at.
 4. A compute-bound row's batches alternate with its reference's (interleaved()), each of the row's
    between two of the reference's: the % of the reference is taken over the same seconds of load.
+   Each batch after a switch follows an untimed one of SWITCH_SETTLE_S: a 0.2 s batch right after
+   the other kernel's ran 2-4% off, the clock still where that kernel had left it.
 
 Constraints: no L2 flush and no gap between calls, so it is the sustained mode's check (a power-bound
 kernel runs at another clock cold); a call whose dispatch is slower than its kernel is timed at its
@@ -24,7 +26,7 @@ import contextlib
 import os
 import time
 
-from harness.measure.stopping import summarize, window_scale
+from harness.measure.stopping import SWITCH_SETTLE_S, summarize, window_scale
 
 BATCH_S = 0.2
 MIN_CALLS = 10
@@ -83,18 +85,28 @@ def host_batches(run, sync, batch_s: float = BATCH_S, batches: int | None = None
 
 
 def interleaved(run, reference, sync, reference_context=contextlib.nullcontext, batch_s: float = BATCH_S,
-                batches: int | None = None, min_calls: int = MIN_CALLS, clock=None) -> tuple[dict, dict]:
+                batches: int | None = None, min_calls: int = MIN_CALLS, clock=None,
+                settle_s: float = SWITCH_SETTLE_S) -> tuple[dict, dict]:
     """The row's figure and its reference's from alternating batches, each of the row's between two of
     the reference's (R, B, R, ..., B, R): both from the same seconds of load, so the GPU's drift
     between them (its clock moves by percents over seconds at the power limit) is in neither's ratio.
     `reference_context()` is entered around each of the reference's batches (its stream)."""
-    def reference_batch(calls=None):
+    def reference_batch(calls=None, settle=0):
         with reference_context():
-            return batch(reference, sync, calls, clock) if calls else calls_per_batch(reference, sync, batch_s, min_calls)
+            if not calls:
+                return calls_per_batch(reference, sync, batch_s, min_calls)
+            batch(reference, sync, settle) if settle else None
+            return batch(reference, sync, calls, clock)
+
+    def row_batch(calls, settle):
+        batch(run, sync, settle) if settle else None
+        return batch(run, sync, calls, clock)
     batches = scaled_batches() if batches is None else batches
     ref_calls, row_calls = reference_batch(), calls_per_batch(run, sync, batch_s, min_calls)
-    ref, row = [reference_batch(ref_calls)], []
+    ref_settle, row_settle = (max(1, round(calls * settle_s / batch_s)) if settle_s else 0
+                              for calls in (ref_calls, row_calls))
+    ref, row = [reference_batch(ref_calls, ref_settle)], []
     for _ in range(batches):
-        row.append(batch(run, sync, row_calls, clock))
-        ref.append(reference_batch(ref_calls))
+        row.append(row_batch(row_calls, row_settle))
+        ref.append(reference_batch(ref_calls, ref_settle))
     return figure(row, row_calls), figure(ref, ref_calls)

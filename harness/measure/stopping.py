@@ -37,6 +37,11 @@ def summarize(samples_s: list[float]) -> dict:
             "min_ms": min(samples_s) * 1e3, "noise": noise, "samples": len(samples_s)}
 
 
+# After a switch between two kernels at the power limit the clock takes about a tenth of a second to
+# settle: in interleaved windows on one H200 the first 50 ms batch after a switch ran 4-11% off its
+# part's median, the second 1-3%, the rest settled. Interleaved timing runs this long untimed first.
+SWITCH_SETTLE_S = 0.1
+
 # A factor on the length of every sustained window and on the second timer's batch count (`ways
 # timer-check --window-scale`, which sets it for the workers): a comparison's standard error falls as
 # the square root of its batches.

@@ -25,6 +25,7 @@ docs/METHOD.md gives the figures each constant was chosen from.
 """
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import time
@@ -237,12 +238,12 @@ def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | No
         if with_sustained or not lead_s else {"calls": 0, "seconds": 0.0, "settled": None, "dispatch_s": None}
     calls, dispatch_s = warm["calls"], warm["dispatch_s"]
 
-    def row_window(seconds=None, batches=None):
+    def row_window(seconds=None, batches=None, settle_s=0.0):
         scale = window_scale()
         return sustained(device, run, warm["seconds"] / max(calls, 1),
                          seconds=SUSTAINED_S[roofline] * scale if seconds is None else seconds,
                          batches=round(SUSTAINED_BATCHES * scale) if batches is None else batches,
-                         dispatch_s=dispatch_s, hold=hold)
+                         dispatch_s=dispatch_s, hold=hold, settle_s=settle_s)
     window = (beside(row_window) if beside else row_window()) if with_sustained else None
     with PHASES("sampling (cold)"):
         lead_state = lead(run, lead_s) if lead_s else None
@@ -269,13 +270,16 @@ PROBE_HOLD_S = 2e-3       # the one call that sizes the window, behind a wait as
 
 @PHASES.timed("sampling (sustained)")
 def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S["compute"],
-              batches: int = SUSTAINED_BATCHES, dispatch_s: float | None = None, hold=None) -> dict:
+              batches: int = SUSTAINED_BATCHES, dispatch_s: float | None = None, hold=None,
+              settle_s: float = 0.0) -> dict:
     """Back-to-back calls (no L2 flush, no gap) right after on_gpu's warm-up, which is their lead:
     about `seconds` timed as `batches` consecutive batches by events on the stream; the SM clock is
     read while they run. `call_s` is the measured wall time of one call, so a launch-bound call
     does not run for minutes. Where the host's dispatch (`dispatch_s`) keeps up with the device
     less than HOST_BOUND_SHARE allows and `hold` is given, the window waits behind it while the host
-    queues every call (`host_hidden`); `exposed` says the wait ended before the last was queued."""
+    queues every call (`host_hidden`); `exposed` says the wait ended before the last was queued.
+    `settle_s`: batches covering this long run first, timed but out of the figure (`settling_batch_ms`),
+    where the window follows another kernel's (an interleaved part: the clock settles after a switch)."""
     from cuda.core import EventOptions
     stream, opts = device.stream, EventOptions(timing_enabled=True)
     events = [device.device.create_event(opts) for _ in range(batches + 1)]
@@ -291,6 +295,10 @@ def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S["compute"
     per_batch = max(1, int(seconds / batches / max(one_s, call_s)))
     if held:
         per_batch = max(1, min(int(seconds / batches / one_s), HELD_CALLS // batches))
+    settle = math.ceil(settle_s / (seconds / batches) - 1e-9) if settle_s > 0 else 0
+    batches += settle
+    events += [device.device.create_event(opts) for _ in range(settle)]
+    if held:
         hold(HOLD_MARGIN * dispatch_s * per_batch * batches)
     clock, mhz = SmClock(device.device.pci_bus_id), []
     stream.record(events[0])
@@ -304,10 +312,12 @@ def sustained(device, run, call_s: float, seconds: float = SUSTAINED_S["compute"
     while not events[-1].is_done:
         mhz.append(clock.read())
         time.sleep(0.01)
-    batch_s = [(events[k + 1] - events[k]) / 1e3 / per_batch for k in range(batches)]
+    settling_s = [(events[k + 1] - events[k]) / 1e3 / per_batch for k in range(settle)]
+    batch_s = [(events[k + 1] - events[k]) / 1e3 / per_batch for k in range(settle, batches)]
     s = summarize(batch_s)
-    read = [m for m in mhz if m is not None]
-    s.update(batch_ms=[b * 1e3 for b in batch_s], calls=per_batch * batches, batches=batches, window_s=seconds,
+    read = [m for m in mhz[settle:] if m is not None]
+    s.update(batch_ms=[b * 1e3 for b in batch_s], calls=per_batch * batches, batches=batches - settle,
+             window_s=seconds, settling_batch_ms=[b * 1e3 for b in settling_s],
              l2_flushed=False,
              dispatch_us=None if dispatch_s is None else dispatch_s * 1e6, host_bound=host_bound,
              host_hidden="gate" if held and not exposed else None, exposed=exposed if held else None,
@@ -325,6 +335,7 @@ def pooled(parts: list[dict]) -> dict:
     exposed = [p["exposed"] for p in parts if p.get("exposed") is not None]
     s = summarize([b / 1e3 for b in batch_ms])
     s.update(batch_ms=batch_ms, calls=sum(p["calls"] for p in parts), batches=len(batch_ms),
+             settling_batch_ms=[b for p in parts for b in p.get("settling_batch_ms") or []],
              window_s=sum(p["window_s"] for p in parts), parts=len(parts), l2_flushed=False,
              dispatch_us=max(dispatch) if dispatch else None, host_bound=any(p.get("host_bound") for p in parts),
              host_hidden="gate" if all(p.get("host_hidden") for p in parts) else None,

@@ -10,7 +10,8 @@ Works as follows:
    batches follow them, the row's alternating with its reference's (second_timer.interleaved).
 3. The sustained mode interleaved too (beside()): after the row's warm-up has settled
    (timing.warm_up), its window in SUSTAINED_PARTS parts, each between two of the reference's, so
-   the sustained % is over the same seconds of load for both, as the second timer's is; a host-bound
+   the sustained % is over the same seconds of load for both, as the second timer's is; each part's
+   first SWITCH_SETTLE_S out of its figure (the clock settling after the switch); a host-bound
    reference's parts behind the engine's GPU-side wait, as a host-bound row's window is.
 4. The row's timing keeps the figures and their mean SM clock under `adjacent` (the reference's
    own row: `{"self": True}`).
@@ -23,7 +24,7 @@ from __future__ import annotations
 import statistics
 
 from harness.measure import second_timer, timing as timing_mod
-from harness.measure.stopping import Criterion, window_scale
+from harness.measure.stopping import SWITCH_SETTLE_S, Criterion, window_scale
 from harness.run import registry
 from harness.run.session import Session
 
@@ -100,14 +101,14 @@ class Adjacent:
         def reference_part(dispatch_s):
             with s.backend.stream_context(s.stream):
                 return timing_mod.sustained(s.device, run, 0.0, seconds=seconds, batches=batches,
-                                            dispatch_s=dispatch_s, hold=hold)
+                                            dispatch_s=dispatch_s, hold=hold, settle_s=SWITCH_SETTLE_S)
 
         def windows(row_window):
             with s.backend.stream_context(s.stream):     # the reference's dispatch, as the row's warm-up measures its
                 dispatch_s = timing_mod.warm_up(run, s.device.sync, REFERENCE_PROBE_S)["dispatch_s"]
             refs, rows = [reference_part(dispatch_s)], []
             for _ in range(SUSTAINED_PARTS):
-                rows.append(row_window(seconds=seconds, batches=batches))
+                rows.append(row_window(seconds=seconds, batches=batches, settle_s=SWITCH_SETTLE_S))
                 refs.append(reference_part(dispatch_s))
             self.windows = timing_mod.pooled(refs)
             return timing_mod.pooled(rows)
