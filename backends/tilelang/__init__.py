@@ -38,6 +38,8 @@ class TileLang(TorchArrays, TorchStream, Backend):
     distributions = ("tilelang", "apache-tvm-ffi", "nvidia-cuda-nvcc", "torch")
     min_compute_capability = (8, 0)
     cache_vars = {"TILELANG_CACHE_DIR": "tilelang"}   # noqa: RUF012  its kernel cache
+    variants = ("", "m64")
+    variant_problems = {"m64": ("gemm_fp8",)}         # noqa: RUF012  the DeepGEMM example's newer 64-row tile
 
     def modules(self):
         return ("tilelang", "torch")
@@ -57,7 +59,8 @@ class TileLang(TorchArrays, TorchStream, Backend):
 
         from backends import implementation
         module = implementation(self.name, problem)
-        kernel = compile_program(module.program(case), self.aot_target, getattr(module, "PASS_CONFIGS", None))
+        program = module.program(case, self.variant) if self.variant else module.program(case)
+        kernel = compile_program(program, self.aot_target, getattr(module, "PASS_CONFIGS", None))
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "kernel.so")
             kernel.export_library(path)

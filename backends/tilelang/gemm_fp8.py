@@ -10,18 +10,21 @@ Unlike the example, the scales are read in the promotion loop itself: staged in 
 example does, every blockwise case past 4 blocks of K (the pipeline's depth) came out wrong on the H200
 and every tensorwise one right, as if TileLang 0.1.15's pipeliner let a later step's scales overwrite
 this step's; B's scale bound once a step, the example's exact form, does not compile ("used before
-definition"). Not yet run on a GPU in this form."""
+definition"). The example's newer form (TileLang #2103, "Optimize hopper fp8 deepgemm tile size") reads
+the scales there too and takes C in 64x128 tiles: the `m64` variant."""
 import tilelang.language as T
 import torch
 
 from backends.tilelang import compile_program
 
 BLOCK = 128                      # a scale block of K, and C's tile (B's scale is one per 128 columns)
+TILE_M = {"": 128, "m64": 64}    # C's rows a program: the example's first tile, and its newer one
 STAGES, THREADS = 4, 128         # the example's pipeline depth and one warpgroup
 
 
-def program(case):
+def program(case, variant=""):
     m, n, k = case.shape["M"], case.shape["N"], case.shape["K"]
+    tile_m = TILE_M[variant]
     blockwise = bool(case.shape["blockwise"])
     k_blocks = k // BLOCK
     a_scales = (m, k_blocks) if blockwise else (1, 1)
@@ -31,34 +34,34 @@ def program(case):
     def scaled_matmul(a: T.Tensor((m, k), "float8_e4m3"), b: T.Tensor((n, k), "float8_e4m3"),
                       c: T.Tensor((m, n), "bfloat16"), a_scale: T.Tensor(a_scales, "float32"),
                       b_scale: T.Tensor(b_scales, "float32")):
-        with T.Kernel(T.ceildiv(n, BLOCK), T.ceildiv(m, BLOCK), threads=THREADS) as (bx, by):
-            a_s = T.alloc_shared((BLOCK, BLOCK), "float8_e4m3")
+        with T.Kernel(T.ceildiv(n, BLOCK), T.ceildiv(m, tile_m), threads=THREADS) as (bx, by):
+            a_s = T.alloc_shared((tile_m, BLOCK), "float8_e4m3")
             b_s = T.alloc_shared((BLOCK, BLOCK), "float8_e4m3")
-            c_s = T.alloc_shared((BLOCK, BLOCK), "bfloat16")
-            partial = T.alloc_fragment((BLOCK, BLOCK), "float32")
-            acc = T.alloc_fragment((BLOCK, BLOCK), "float32")
+            c_s = T.alloc_shared((tile_m, BLOCK), "bfloat16")
+            partial = T.alloc_fragment((tile_m, BLOCK), "float32")
+            acc = T.alloc_fragment((tile_m, BLOCK), "float32")
             T.use_swizzle(panel_size=10)
             T.clear(partial)
             T.clear(acc)
             for kb in T.Pipelined(k_blocks, num_stages=STAGES):
-                T.copy(a[by * BLOCK, kb * BLOCK], a_s)
+                T.copy(a[by * tile_m, kb * BLOCK], a_s)
                 T.copy(b[bx * BLOCK, kb * BLOCK], b_s)
                 T.gemm(a_s, b_s, partial, transpose_B=True)
-                for i, j in T.Parallel(BLOCK, BLOCK):
+                for i, j in T.Parallel(tile_m, BLOCK):
                     if blockwise:
-                        row = T.min(by * BLOCK + i, m - 1)        # rows past M: any scale, their C is cut
+                        row = T.min(by * tile_m + i, m - 1)        # rows past M: any scale, their C is cut
                         acc[i, j] += partial[i, j] * (a_scale[row, kb] * b_scale[bx, kb])
                     else:
                         acc[i, j] += partial[i, j] * (a_scale[0, 0] * b_scale[0, 0])
                 T.clear(partial)
             T.copy(acc, c_s)
-            T.copy(c_s, c[by * BLOCK, bx * BLOCK])
+            T.copy(c_s, c[by * tile_m, bx * BLOCK])
 
     return scaled_matmul
 
 
 def build(case, inputs, outputs, stream, variant=""):
-    kernel = compile_program(program(case))
+    kernel = compile_program(program(case, variant))
     a, b = (inputs[x].view(torch.float8_e4m3fn) for x in ("a", "b"))      # the e4m3 bits as e4m3
     c, a_scale, b_scale = outputs["c"], inputs["a_scale"], inputs["b_scale"]
 
