@@ -367,6 +367,20 @@ class CompiledTorch:
         torch._dynamo.config.recompile_limit = self.recompile_limit
 
 
+def require_torch_cuda() -> None:
+    """Raise Unavailable where torch sees no CUDA device (a tool whose arrays or launches are torch's)."""
+    import torch
+    if not torch.cuda.is_available():
+        raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
+
+
+class TorchCuda:
+    """Mixin for backends that load only where torch sees a CUDA device."""
+
+    def load(self):
+        require_torch_cuda()
+
+
 class TorchStream:
     """Mixin for backends that launch on torch's current stream: the harness's stream becomes it
     around build() and run() (no stream: the CPU interpreters' runs)."""

@@ -2,7 +2,7 @@
 graph built once per case (SDPA, matmul), its execution plan chosen by cuDNN's heuristics, executed
 on torch's current stream with its own workspace. A vendor row beside PyTorch's cuDNN path, which
 reaches the same library through ATen. Arrays are torch tensors; cuDNN is the one PyTorch ships."""
-from backends.base import Backend, TorchArrays, TorchStream, Unavailable
+from backends.base import Backend, TorchArrays, TorchStream, Unavailable, require_torch_cuda
 
 
 class CudnnFrontend(TorchArrays, TorchStream, Backend):
@@ -16,9 +16,7 @@ class CudnnFrontend(TorchArrays, TorchStream, Backend):
 
     def load(self):
         import cudnn
-        import torch
-        if not torch.cuda.is_available():
-            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
+        require_torch_cuda()
         try:
             cudnn.backend_version()
         except RuntimeError as e:             # the frontend imports without the library; it fails here

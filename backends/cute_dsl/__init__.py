@@ -12,10 +12,10 @@ import atexit
 import shutil
 import tempfile
 
-from backends.base import Backend, TorchArrays, Unavailable, compiling, torch_to_device
+from backends.base import Backend, TorchArrays, TorchCuda, compiling, torch_to_device
 
 
-class CuteDsl(TorchArrays, Backend):
+class CuteDsl(TorchArrays, TorchCuda, Backend):
     family = "tensor-core DSL"
     variants = ("", "tvm_ffi")
     extra = "cute"
@@ -25,11 +25,6 @@ class CuteDsl(TorchArrays, Backend):
 
     def modules(self):
         return ("cutlass", "torch") + (("tvm_ffi",) if self.variant == "tvm_ffi" else ())
-
-    def load(self):
-        import torch
-        if not torch.cuda.is_available():
-            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
 
     def stream(self, handle):
         return handle or 0

@@ -8,10 +8,10 @@ it on their PYTHONPATH and PATH.
 
 Variant "tf32x3" (GEMM): float32 as three TF32 tensor-core products (backends/cutile/gemm.py)."""
 
-from backends.base import Backend, TorchArrays, Unavailable
+from backends.base import Backend, TorchArrays, TorchCuda
 from problems.base import DTYPES
 
-class CuTile(TorchArrays, Backend):
+class CuTile(TorchArrays, TorchCuda, Backend):
     family = "tile"
     site_var = "WAYS_CUTILE_SITE"     # its compiler's own site (see above)
     extra = "cutile"
@@ -29,11 +29,6 @@ class CuTile(TorchArrays, Backend):
         if self.variant == "tf32x3" and case.dtype != "float32":
             return "tf32x3 is a float32 product; 16-bit inputs take the default kernel"
         return None
-
-    def load(self):
-        import torch
-        if not torch.cuda.is_available():
-            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
 
     def stream(self, handle):
         return handle or 0           # ct.launch takes a raw CUstream; 0 is the legacy default stream

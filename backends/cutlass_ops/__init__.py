@@ -6,7 +6,7 @@ variant: compile every candidate, time each on the case in build() and keep the 
 share of build time is reported apart, `autotune_s`; nvMatmulHeuristics ranks SM100 kernels only);
 `first`: the first candidate in discovery order, no search. Torch tensors, the lab's stream."""
 
-from backends.base import Backend, TorchArrays, TorchStream, Unavailable
+from backends.base import Backend, TorchArrays, TorchStream, require_torch_cuda
 
 TARGET_SM = "90a"
 
@@ -32,9 +32,7 @@ class CutlassOps(TorchArrays, TorchStream, Backend):
         return ("cutlass.operators", "torch")
 
     def load(self):
-        import torch
-        if not torch.cuda.is_available():
-            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
+        require_torch_cuda()
         import cutlass.operators  # noqa: F401
 
 

@@ -3,10 +3,10 @@ the CuTe DSL, called through the library's own `flash_attn_func`, which picks th
 (FlashAttentionForwardSm90 on Hopper), compiles it once per shape and keeps it for later calls. A
 library row beside the lab's own `cute_dsl` attention: someone already wrote it in the same tool.
 Arrays are torch tensors on torch's current stream."""
-from backends.base import Backend, TorchArrays, TorchStream, Unavailable
+from backends.base import Backend, TorchArrays, TorchCuda, TorchStream
 
 
-class FlashAttn4(TorchArrays, TorchStream, Backend):
+class FlashAttn4(TorchArrays, TorchStream, TorchCuda, Backend):
     family = "no kernel"
     extra = "flash-attn-4"
     distributions = ("flash-attn-4", "quack-kernels", "nvidia-cutlass-dsl", "torch")
@@ -14,11 +14,6 @@ class FlashAttn4(TorchArrays, TorchStream, Backend):
 
     def modules(self):
         return ("flash_attn.cute", "torch")
-
-    def load(self):
-        import torch
-        if not torch.cuda.is_available():
-            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
 
     def first_build_s(self, problem):
         return 20.0             # a CuTe DSL compile of the forward kernel per shape family

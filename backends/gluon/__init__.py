@@ -2,10 +2,10 @@
 memory, mbarriers, TMA copies and warpgroup MMAs (triton.experimental.gluon; Hopper, sm_90a). Arrays
 are torch tensors on torch's current stream, as Triton's. Gluon has no interpreter: without a GPU
 (CI) each test case is compiled ahead of time for sm_90a instead (`export`)."""
-from backends.base import Backend, TorchArrays, TorchStream, Unavailable
+from backends.base import Backend, TorchArrays, TorchCuda, TorchStream
 
 
-class Gluon(TorchArrays, TorchStream, Backend):
+class Gluon(TorchArrays, TorchStream, TorchCuda, Backend):
     family = "tile"
     extra = "triton"
     distributions = ("triton", "torch")
@@ -16,11 +16,6 @@ class Gluon(TorchArrays, TorchStream, Backend):
 
     def modules(self):
         return ("triton", "torch")
-
-    def load(self):
-        import torch
-        if not torch.cuda.is_available():
-            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
 
 
 def cubin(kernel, args: dict, constexprs: dict, num_warps: int, target: str) -> bytes:

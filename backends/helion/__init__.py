@@ -11,7 +11,7 @@ torch has no CPU kernel for `aten::mm.dtype`.)"""
 import math
 import os
 
-from backends.base import Backend, TorchArrays, TorchStream, Unavailable, timing_kernels
+from backends.base import Backend, TorchArrays, TorchStream, Unavailable, require_torch_cuda, timing_kernels
 
 INTERPRETED_WORK = 2**24
 
@@ -37,8 +37,8 @@ class Helion(TorchArrays, TorchStream, Backend):
 
     def load(self):
         import torch
-        if not interpreted() and not torch.cuda.is_available():
-            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
+        if not interpreted():
+            require_torch_cuda()
         try:
             import helion  # noqa: F401
         except ImportError as exc:          # e.g. helion 1.5.1 on torch 2.11 (IntelGPUError)

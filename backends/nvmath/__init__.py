@@ -1,7 +1,7 @@
 """nvmath-python's host API: cuBLASLt through `nvmath.linalg.advanced.Matmul`, its algorithm picked
 by nvmath's own autotuning on the case. A library row, and one of the GEMM ceiling's vendor paths
 (problems/gemm.py). Torch tensors, the lab's stream."""
-from backends.base import Backend, TorchArrays, TorchStream, Unavailable
+from backends.base import Backend, TorchArrays, TorchStream, require_torch_cuda
 
 
 class Nvmath(TorchArrays, TorchStream, Backend):
@@ -13,9 +13,7 @@ class Nvmath(TorchArrays, TorchStream, Backend):
         return ("nvmath.linalg.advanced", "torch")
 
     def load(self):
-        import torch
-        if not torch.cuda.is_available():
-            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
+        require_torch_cuda()
         import nvmath.linalg.advanced  # noqa: F401
 
     def build_times_kernels(self, problem):

@@ -6,10 +6,10 @@ config for the GPU (`tuned=False`, what it does without nvidia-matmul-heuristics
 `gemm`'s own default, its autotuner timing its configs per shape in build() (44 on sm_90, each a
 CuTe DSL compile: minutes a case), so it runs only where a run names it. Arrays are torch tensors on
 torch's current stream."""
-from backends.base import Backend, TorchArrays, TorchStream, Unavailable
+from backends.base import Backend, TorchArrays, TorchCuda, TorchStream
 
 
-class Quack(TorchArrays, TorchStream, Backend):
+class Quack(TorchArrays, TorchStream, TorchCuda, Backend):
     family = "no kernel"
     extra = "quack"
     variants = ("", "fixed")
@@ -20,11 +20,6 @@ class Quack(TorchArrays, TorchStream, Backend):
 
     def modules(self):
         return ("quack", "torch")
-
-    def load(self):
-        import torch
-        if not torch.cuda.is_available():
-            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
 
     def first_build_s(self, problem):
         return 120.0 if self.variant == "" else 5.0

@@ -9,7 +9,7 @@ where WAYS_TILELANG_SITE names it, and only TileLang's workers get it on their
 PYTHONPATH and PATH (as cuTile's site). Without a GPU, each test case is still compiled for sm_90a."""
 import os
 
-from backends.base import Backend, TorchArrays, TorchStream, Unavailable, compiling
+from backends.base import Backend, TorchArrays, TorchCuda, TorchStream, compiling
 
 def target(arch: str | None = None) -> dict:
     """TileLang's target for `arch` ("sm_90a"), or for the current device (sm_90 needs the "a" for wgmma)."""
@@ -28,7 +28,7 @@ def compile_program(program, arch: str | None = None, pass_configs: dict | None 
         return tilelang.compile(program, target=target(arch), pass_configs=pass_configs)
 
 
-class TileLang(TorchArrays, TorchStream, Backend):
+class TileLang(TorchArrays, TorchStream, TorchCuda, Backend):
     family = "tile"
     site_var = "WAYS_TILELANG_SITE"     # its compiler's own site (see above), by default the environment's
     site_default = "tilelang-site"
@@ -46,11 +46,6 @@ class TileLang(TorchArrays, TorchStream, Backend):
 
     def aot_modules(self):
         return ("tilelang",)
-
-    def load(self):
-        import torch
-        if not torch.cuda.is_available():
-            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
 
     def export(self, problem, case):
         """The case's kernel compiled ahead of time for aot_target: the shared library TileLang builds

@@ -4,7 +4,7 @@ on CPU tensors."""
 import math
 import os
 
-from backends.base import Backend, TorchArrays, TorchStream, Unavailable
+from backends.base import Backend, TorchArrays, TorchStream, require_torch_cuda
 
 INTERPRETED_WORK = 2**27        # the interpreter runs blocks as NumPy on the CPU: keep it small
 
@@ -27,9 +27,8 @@ class Triton(TorchArrays, TorchStream, Backend):
         return "cpu" if interpreted() else "cuda"
 
     def load(self):
-        import torch
-        if not interpreted() and not torch.cuda.is_available():
-            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
+        if not interpreted():
+            require_torch_cuda()
 
     def supports(self, case):
         if not interpreted():
