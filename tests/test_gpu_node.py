@@ -47,7 +47,7 @@ def test_a_step_stops_its_command_at_the_limit_and_packs_its_folder(tmp_path, mo
         step.run([sys.executable, "-c", script, str(step.folder / "written-on-sigint.txt")])
     monkeypatch.setitem(gpu_node.STEPS, "demo", slow)
     t0 = time.monotonic()
-    assert gpu_node.main(["demo", "--out", str(tmp_path / "out"), "--limit", "1"]) == 0
+    assert gpu_node.main(["demo", "--out", str(tmp_path / "out"), "--limit", "1", "--partial-sites"]) == 0
     assert time.monotonic() - t0 < 30
     with tarfile.open(tmp_path / "out" / "demo.tgz") as tar:
         assert tar.extractfile("demo/written-on-sigint.txt").read() == b"kept"
@@ -74,3 +74,17 @@ def test_unpack_installs_carried_wheels_into_the_labs_site(tmp_path, monkeypatch
     command = capsys.readouterr().out
     assert f"--no-index --no-deps --upgrade --target {gpu_node.SITES['lab']}" in command
     assert command.rstrip().endswith("tool-1.0-py3-none-any.whl")
+
+
+def test_a_step_refuses_to_run_while_a_bundle_is_not_wholly_unpacked(tmp_path, monkeypatch, capsys):
+    """A part that missed its call leaves its bundle's site without env.sh: a run would time the lab's
+    tools from the node's own packages (or fail them), so the step says which and stops."""
+    sites = {name: str(tmp_path / name) for name in gpu_node.BUNDLES}
+    monkeypatch.setattr(gpu_node, "SITES", {**gpu_node.SITES, **sites})
+    monkeypatch.setitem(gpu_node.STEPS, "demo", lambda step: pytest.fail("ran"))
+    for name in ("cutile", "tilelang"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "env.sh").touch()
+    assert gpu_node.main(["demo", "--out", str(tmp_path / "out")]) == 2
+    assert f"lab ({tmp_path / 'lab'})" in capsys.readouterr().err and gpu_node.incomplete_bundles() == ["lab"]
+    assert not (tmp_path / "out" / "demo.tgz").exists()

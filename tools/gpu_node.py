@@ -45,6 +45,7 @@ from harness.measure import second_timer  # noqa: E402  (the checkout's, before 
 
 SITES = {"lab": "/tmp/gpu-site", "mini": "/tmp/gpu-site", "cutile": "/tmp/cutile-site",
          "tilelang": "/tmp/tilelang-site", "ray": "/tmp/ray-site"}
+BUNDLES = ("lab", "cutile", "tilelang")     # a step runs only once each is whole (its site's env.sh written)
 WORK = Path(os.environ.get("WAYS_NODE_WORK", "/tmp/ways-node"))
 LIMIT_S = 540          # of a call's 600 s: the rest stops the run, packs and brings it back
 STOP_GRACE_S = 90      # a run of eight workers took over 45 s to stop after SIGINT
@@ -66,6 +67,12 @@ def environment() -> dict[str, str]:
     env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [f"{lab}/nvidia/cu13/lib", env.get("LD_LIBRARY_PATH")]))
     env["WAYS_CUTILE_SITE"], env["WAYS_TILELANG_SITE"] = SITES["cutile"], SITES["tilelang"]
     return env
+
+
+def incomplete_bundles() -> list[str]:
+    """The BUNDLES whose site has no env.sh: a part of theirs missed its call (unpack.sh writes env.sh
+    once the last part is there), so their tools would run from the node's own packages or not at all."""
+    return [name for name in BUNDLES if not (Path(SITES[name]) / "env.sh").is_file()]
 
 
 def with_site(tool: str, env: dict[str, str]) -> dict[str, str]:
@@ -247,6 +254,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--name", help="the step's folder and pack (default: the step's name), e.g. a second full run")
     ap.add_argument("--detach", action="store_true", help="run on after the call; `wait STEP` brings it back")
     ap.add_argument("--dry-run", action="store_true", help="print the commands and environment, run nothing")
+    ap.add_argument("--partial-sites", action="store_true",
+                    help="run although a bundle is not wholly unpacked (its tools then fail or use the node's packages)")
     return ap
 
 
@@ -259,6 +268,11 @@ def main(argv: list[str] | None = None) -> int:
         parser().error(f"{args.step} needs its {TARGETS[args.step]}")
     if args.step == "wait":
         return wait(args)
+    missing = [] if args.step == "unpack" or args.dry_run or args.partial_sites else incomplete_bundles()
+    if missing:
+        print(f"gpu_node: not wholly unpacked: {', '.join(f'{b} ({SITES[b]})' for b in missing)}; carry their "
+              "missing parts in an `unpack` call, or pass --partial-sites to run with what is there", file=sys.stderr)
+        return 2
     if args.detach and not args.dry_run:
         return detach(argv, args.name or args.step)
     Path(args.out).mkdir(parents=True, exist_ok=True)
