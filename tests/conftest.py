@@ -27,6 +27,15 @@ def impl_params():
     return [pytest.param(i, id=f"{i.label}-{i.problem}") for i in registry.implementations()]
 
 
+def dtype_sample(problem: str) -> tuple[str, ...]:
+    """A problem's test cases where each costs a build of seconds: every case of its first dtype and
+    the last (the largest) of each other, so every dtype's kernels and every odd shape are built."""
+    import problems as problems_
+    tests = [c for c in problems_.get(problem).cases() if c.kind == "test"]
+    last_of_dtype = {c.dtype: c.name for c in tests}
+    return tuple(c.name for c in tests if c.dtype == tests[0].dtype or last_of_dtype[c.dtype] == c.name)
+
+
 def run_lab(tmp_path, problems=None, backends_=None, kinds=("test",), **kw) -> dict:
     opts = Options(problems=problems or [], backends=backends_ or [], kinds=kinds,
                    out=tmp_path / "out", measure_compile=kw.pop("measure_compile", False), **kw)

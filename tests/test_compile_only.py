@@ -13,7 +13,7 @@ import pytest
 import backends
 import problems
 from harness.measure import gpu
-from tests.conftest import ROOT, run_lab
+from tests.conftest import ROOT, dtype_sample, run_lab
 
 
 def distribution(name: str, extra: str):
@@ -50,11 +50,6 @@ PAIRS = [pytest.param(b, p, id=f"{b}-{p}") for b in TOOLCHAIN for p in sorted(ba
 COMPILE_TIMED = "elementwise"        # the problem whose compile figures each backend's test checks
 
 
-def compiled_cases(problem: str) -> tuple[str, ...]:
-    tests = [c for c in problems.get(problem).cases() if c.kind == "test"]
-    last_of_dtype = {c.dtype: c.name for c in tests}
-    return tuple(c.name for c in tests if c.dtype == tests[0].dtype or last_of_dtype[c.dtype] == c.name)
-
 
 @pytest.mark.skipif(bool(gpu.gpus()), reason="a GPU is here: these backends run for real (tests/test_gpu.py)")
 @pytest.mark.parametrize("backend,problem", PAIRS)
@@ -67,7 +62,7 @@ def test_compiles_ahead_of_time_without_a_gpu(tmp_path, backend, problem):
     before = set(ROOT.iterdir())
     timed = problem == COMPILE_TIMED      # the compile-time processes (cold, warm) once a backend: they add minutes
     doc = run_lab(tmp_path, problems=[problem], backends_=[backend], measure_compile=timed, compile_repeats=1,
-                  case_names=compiled_cases(problem))
+                  case_names=dtype_sample(problem))
     assert set(ROOT.iterdir()) == before, "compiling left files in the checkout"
     rows = [r for r in doc["records"] if r["backend"] == backend and r["status"] != "not_applicable"]
     not_compiled = [(r["case"], r["status"], r["error"][-300:]) for r in rows if r["status"] != "compile_only"]
@@ -82,7 +77,7 @@ def test_compiles_ahead_of_time_without_a_gpu(tmp_path, backend, problem):
 def test_every_dtype_and_each_first_dtypes_shape_is_compiled():
     for name in problems.names():
         tests = [c for c in problems.get(name).cases() if c.kind == "test"]
-        kept = compiled_cases(name)
+        kept = dtype_sample(name)
         assert {problems.get(name).case(n).dtype for n in kept} == {c.dtype for c in tests}
         assert {c.name for c in tests if c.dtype == tests[0].dtype} <= set(kept)
 
