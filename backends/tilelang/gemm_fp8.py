@@ -18,13 +18,13 @@ import torch
 from backends.tilelang import compile_program
 
 BLOCK = 128                      # a scale block of K, and C's tile (B's scale is one per 128 columns)
-TILE_M = {"": 128, "m64": 64}    # C's rows a program: the example's first tile, and its newer one
+TILE_M, TILE_M_NEWER = 128, 64   # C's rows a program: the example's first tile, and its newer one (m64)
 STAGES, THREADS = 4, 128         # the example's pipeline depth and one warpgroup
 
 
 def program(case, variant=""):
     m, n, k = case.shape["M"], case.shape["N"], case.shape["K"]
-    tile_m = TILE_M[variant]
+    tile_m = TILE_M_NEWER if variant == "m64" else TILE_M
     blockwise = bool(case.shape["blockwise"])
     k_blocks = k // BLOCK
     a_scales = (m, k_blocks) if blockwise else (1, 1)
