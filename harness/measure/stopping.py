@@ -39,7 +39,8 @@ def summarize(samples_s: list[float]) -> dict:
 
 # After a switch between two kernels at the power limit the clock takes about a tenth of a second to
 # settle: in interleaved windows on one H200 the first 50 ms batch after a switch ran 2-11% off its
-# part's median, the second 1-3%, the rest settled. Interleaved timing runs this long untimed first.
+# part's median, the second 1-3%, the rest settled. Interleaved timing keeps this long after each switch
+# out of its figures.
 SWITCH_SETTLE_S = 0.1
 
 # A factor on the length of every sustained window and on the second timer's batch count (`ways
