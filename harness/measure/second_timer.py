@@ -91,22 +91,21 @@ def interleaved(run, reference, sync, reference_context=contextlib.nullcontext, 
     the reference's (R, B, R, ..., B, R): both from the same seconds of load, so the GPU's drift
     between them (its clock moves by percents over seconds at the power limit) is in neither's ratio.
     `reference_context()` is entered around each of the reference's batches (its stream)."""
+    def settled_batch(fn, calls, settle):
+        if settle:
+            batch(fn, sync, settle)          # untimed: the clock settles after the switch
+        return batch(fn, sync, calls, clock)
+
     def reference_batch(calls=None, settle=0):
         with reference_context():
-            if not calls:
-                return calls_per_batch(reference, sync, batch_s, min_calls)
-            batch(reference, sync, settle) if settle else None
-            return batch(reference, sync, calls, clock)
-
-    def row_batch(calls, settle):
-        batch(run, sync, settle) if settle else None
-        return batch(run, sync, calls, clock)
+            return settled_batch(reference, calls, settle) if calls else \
+                calls_per_batch(reference, sync, batch_s, min_calls)
     batches = scaled_batches() if batches is None else batches
     ref_calls, row_calls = reference_batch(), calls_per_batch(run, sync, batch_s, min_calls)
     ref_settle, row_settle = (max(1, round(calls * settle_s / batch_s)) if settle_s else 0
                               for calls in (ref_calls, row_calls))
     ref, row = [reference_batch(ref_calls, ref_settle)], []
     for _ in range(batches):
-        row.append(row_batch(row_calls, row_settle))
+        row.append(settled_batch(run, row_calls, row_settle))
         ref.append(reference_batch(ref_calls, ref_settle))
     return figure(row, row_calls), figure(ref, ref_calls)
