@@ -320,6 +320,19 @@ def test_timer_check_pairs_each_rows_part_with_the_reference_parts_beside_it():
     assert timer_check.paired_difference(t) is None
 
 
+def test_the_fastest_vendor_row_is_checked_by_its_own_speed_against_its_reference():
+    """Its % is 100 in both timers whatever they say, so a paired difference beyond the tolerance makes
+    the row disagree (and is marked), as it would move every other row's %; a host-bound row's is shown only."""
+    row = {"problem": "gemm", "case": "c", "implementation": "array_api[jax]", "figure": "%", "lab": 100.0,
+           "second": 100.0, "difference": 0.0, "paired_difference": 0.024, "headline": 100.0,
+           "headline_difference": 0.0, "host_bound": False, "standard_error": 0.007, "standard_error_note": ""}
+    assert timer_check.disagreeing([row], 0.02) == [row]
+    assert "| +2.4% **over** |" in timer_check.markdown([row], 0.02)
+    assert timer_check.disagreeing([{**row, "paired_difference": 0.019}], 0.02) == []
+    host = {**row, "host_bound": True}
+    assert timer_check.disagreeing([host], 0.02) == [] and "| +2.4% |" in timer_check.markdown([host], 0.02)
+
+
 def test_timer_check_gives_each_difference_the_standard_error_of_its_windows():
     """The four medians a compute-bound % compares (the row's window and second timer, its reference's
     two), each sqrt(pi/2) noise / sqrt(batches), in quadrature; a difference over the tolerance but within

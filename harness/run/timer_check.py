@@ -13,7 +13,7 @@ flush; a memory-bound row's rate, a compute-bound row's % of the fastest vendor 
 against the reference it timed beside the row), and the lab's cold headline beside both (a
 power-bound reference runs at another clock cold, so the modes' %s differ where a row draws less
 power than its reference). The exit status is 1 where a device-bound row differs by more than
---tolerance (2%); a host-bound row (its dispatch half its device time or more) is shown, not checked:
+--tolerance (2%), in its % or in its paired difference (below); a host-bound row (its dispatch half its device time or more) is shown, not checked:
 the second timer, synchronizing around each batch, times its host. Beside each difference, its own
 precision: the standard error of the ratio of the medians it compares (the row's sustained window and
 second timer, and for a compute-bound row its adjacent reference's two), from their batches' spread;
@@ -136,13 +136,25 @@ def compare(doc: dict) -> list[dict]:
 
 
 def disagreeing(rows: list[dict], tolerance: float) -> list[dict]:
-    """The device-bound rows whose same-mode figures differ by more than `tolerance` (or have none)."""
-    return [x for x in rows if not x["host_bound"] and (x["difference"] is None or abs(x["difference"]) > tolerance)]
+    """The device-bound rows whose same-mode figures differ by more than `tolerance` (or have none), or
+    whose own speed against the reference beside them does (the paired difference): the fastest vendor
+    row's % is 100 in both timers by definition, so only its paired difference checks it, and it moves
+    every other row's %."""
+    return [x for x in rows if not x["host_bound"] and (
+        x["difference"] is None or abs(x["difference"]) > tolerance
+        or abs(x.get("paired_difference") or 0) > tolerance)]
 
 
 def figure(value: float | None) -> str:
     """A figure of the table, or "none" where a timer has none (e.g. its reference did not run)."""
     return f"{value:.1f}" if value else "none"
+
+
+def paired(value: float | None, tolerance: float, host_bound: bool) -> str:
+    """A paired difference for the table, marked where it is checked and beyond `tolerance`."""
+    if value is None:
+        return ""
+    return f"{100 * value:+.1f}%" + (" **over**" if abs(value) > tolerance and not host_bound else "")
 
 
 def clocks(mhz) -> str:
@@ -165,7 +177,7 @@ def markdown(rows: list[dict], tolerance: float) -> str:
                      f"{figure(x['lab'])} | {figure(x['second'])} | "
                      + (f"{100 * diff:+.1f}%{mark}" if diff is not None else "no second figure") + " | "
                      + (f"{100 * se:.1f}%{'*' if x.get('standard_error_note') else ''}" if se else "") + " | "
-                     + (f"{100 * x['paired_difference']:+.1f}%" if x.get("paired_difference") is not None else "") + " | "
+                     + paired(x.get("paired_difference"), tolerance, x["host_bound"]) + " | "
                      + f"{figure(x['headline'])} | " + (f"{100 * head:+.1f}% |" if head is not None else " |")
                      + f" {clocks(x.get('second_timer_mhz'))} |")
     if any(x.get("standard_error_note") for x in rows):
