@@ -93,6 +93,19 @@ def test_the_default_time_limit_fits_the_case():
     assert time_limit(slow, small, Options(item_timeout=30)) == 30
 
 
+def test_a_window_scale_lengthens_the_time_limit_of_a_cases_timing(monkeypatch):
+    """`timer-check --window-scale 4` times every window and batch four times as long: so may the case."""
+    from harness.measure.stopping import WINDOW_SCALE_VAR
+    from harness.run.plan import Options, time_limit
+    from harness.run.registry import Impl
+    from problems import get
+    fast, small = Impl("array_api", "numpy", "segreduce"), get("segreduce").case("1x1-float32")
+    monkeypatch.setenv(WINDOW_SCALE_VAR, "4")
+    assert time_limit(fast, small, Options()) == pytest.approx(4 * 60 + 2.5)
+    monkeypatch.setenv(WINDOW_SCALE_VAR, "0.5")            # shorter windows keep the usual limit
+    assert time_limit(fast, small, Options()) == pytest.approx(62.5)
+
+
 @needs_gpu
 def test_a_spinning_kernel_fails_alone(tmp_path, bad_backends):
     """On the GPU: a CuPy kernel that spins for ever beside correct implementations of three tools."""

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import backends
 import problems
+from harness.measure.stopping import window_scale
 from harness.run import registry
 from harness.run.registry import Impl
 from problems.base import Case
@@ -91,11 +92,13 @@ def memory_budget(lane: str | None = None) -> int | None:
 
 
 def time_limit(impl: Impl, case: Case, opts: Options) -> float:
-    """Seconds of the case's own work before it counts as hung (its waits for the GPU not counted)."""
+    """Seconds of the case's own work before it counts as hung (its waits for the GPU not counted): its
+    timing's share longer by the window scale, which lengthens every window and batch it times."""
     if opts.item_timeout is not None:
         return opts.item_timeout
     nbytes, _ = problems.get(impl.problem).work(case)
-    return LIMIT_BASE_S + LIMIT_PER_BUILD_S * first_build_s(impl) + LIMIT_PER_GIB_S * nbytes / 2**30
+    timing = (LIMIT_BASE_S + LIMIT_PER_GIB_S * nbytes / 2**30) * max(1.0, window_scale())
+    return timing + LIMIT_PER_BUILD_S * first_build_s(impl)
 
 
 def compile_limit(impl: Impl, opts: Options) -> float:
