@@ -38,8 +38,8 @@ class TileLang(TorchArrays, TorchStream, TorchCuda, Backend):
     distributions = ("tilelang", "apache-tvm-ffi", "nvidia-cuda-nvcc", "torch")
     min_compute_capability = (8, 0)
     cache_vars = {"TILELANG_CACHE_DIR": "tilelang"}   # noqa: RUF012  its kernel cache
-    variants = ("", "m64")
-    variant_problems = {"m64": ("gemm_fp8",)}         # noqa: RUF012  the DeepGEMM example's newer 64-row tile
+    variants = ("", "m128")
+    variant_problems = {"m128": ("gemm_fp8",)}        # noqa: RUF012  the DeepGEMM example's first 128-row tile
 
     def modules(self):
         return ("tilelang", "torch")
