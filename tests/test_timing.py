@@ -219,7 +219,8 @@ def test_one_warm_up_leads_the_sustained_window_then_the_cold_samples(monkeypatc
     order.clear()                    # cold figures alone: the lead is their settling, no warm-up before it
     timing.on_gpu(Device(), lambda: None, lambda run: order.append(("cold",)) or {}, "compute", lead=lead,
                   with_sustained=False)
-    assert order == [("lead", timing.COLD_LEAD_S["compute"]), ("cold",)]
+    assert order == [("lead", timing.QUICK_COLD_LEAD_S["compute"]), ("cold",)]
+    assert 0 < timing.QUICK_COLD_LEAD_S["compute"] < lead_s     # nothing to recover from: a shorter one
     order.clear()                    # a memory-bound row keeps its clock: its warm-up, no lead
     timing.on_gpu(Device(), lambda: None, lambda run: order.append(("cold",)) or {}, "memory", lead=lead,
                   with_sustained=False)

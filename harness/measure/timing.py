@@ -210,6 +210,8 @@ class EventEngine:
 # every lead recorded settled within 0.33 s (`cold_lead.settled_after_s`); half a second keeps a margin.
 # A memory-bound kernel keeps its clock and needs none.
 COLD_LEAD_S = {"compute": 0.5, "memory": 0.0}
+# Cold figures alone (`--quick`: no window before them) settled at once there: 52 of 55 leads at 0.0 s.
+QUICK_COLD_LEAD_S = {"compute": 0.1, "memory": 0.0}   # the slowest of them took 0.06 s
 
 MODES_VAR = "WAYS_TIMING_MODES"     # "cold": `ways run --quick` (a demo in minutes) has no sustained mode
 
@@ -232,7 +234,7 @@ def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | No
     `beside(window)` runs the row's window (a function of its seconds and batches) in parts, each
     between two of its reference's (adjacent.py)."""
     default_warmup, warmup_s = warmup_s is None, WARMUP_S[roofline] if warmup_s is None else warmup_s
-    lead_s = COLD_LEAD_S[roofline] if lead is not None else 0.0
+    lead_s = (COLD_LEAD_S if with_sustained else QUICK_COLD_LEAD_S)[roofline] if lead is not None else 0.0
     # cold figures alone (`--quick`): the lead settles the GPU in the cold loop's state, no warm-up first
     warm = warm_up(run, device.sync, warmup_s, WARMUP_MAX_S[roofline] if default_warmup else None) \
         if with_sustained or not lead_s else {"calls": 0, "seconds": 0.0, "settled": None, "dispatch_s": None}
