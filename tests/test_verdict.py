@@ -1,6 +1,7 @@
 """The README leads with a verdict generated from one named run: regenerated here from that run, it
 must be what the README says (so the two can never disagree), and it must make sense."""
 import json
+from pathlib import Path
 
 from harness.report import verdict
 from tests.conftest import ROOT
@@ -11,7 +12,21 @@ def test_the_readme_verdict_is_its_run():
     assert found, "README.md has no verdict block"
     source, text = found
     doc = json.loads((ROOT / source).read_text())
-    assert text == verdict.markdown(doc), f"README.md's verdict is stale: `ways report {source} --readme README.md`"
+    figure = verdict.overview_figure(ROOT / "README.md", str(ROOT / source))
+    assert text == verdict.readme_text(doc, figure), \
+        f"README.md's verdict is stale: `ways report {source} --readme README.md`"
+
+
+def test_the_readme_leads_with_the_overview_figure_and_a_line_a_problem():
+    """A newcomer's first screen: the run's overview figure, then one line a problem, then the tables."""
+    source, text = verdict.in_readme((ROOT / "README.md").read_text())
+    doc = json.loads((ROOT / source).read_text())
+    figure = f"![overview: every implementation's % of its ceiling]({Path(source).parent.as_posix()}/figures/overview.png)"
+    assert text.startswith(figure) and (ROOT / Path(source).parent / "figures/overview.png").is_file()
+    lines = [f"- {line}" for line in verdict.findings(doc)]
+    at = [text.index(line) for line in lines]
+    assert at == sorted(at) and at[-1] < text.index("| implementation |")
+    assert len(lines) == len(verdict.tables(doc))
 
 
 def test_the_verdict_marks_rows_at_ninety_percent_and_flags():

@@ -1,5 +1,5 @@
-"""The verdict a README leads with: per problem, its headline bench case (the problem's first), every
-implementation's cold % of the problem's ceiling, sorted, those at VERDICT_PCT or more marked, with
+"""The verdict a README leads with: the run's overview figure, a line a problem, then per problem its
+headline bench case (the problem's first), every implementation's cold % of the problem's ceiling, sorted, those at VERDICT_PCT or more marked, with
 time, lines of code and cold compile time. Generated from one named results file and kept between
 markers in the README (`ways report RESULTS --readme README.md`), so a test can regenerate it and
 the README can never disagree with its run."""
@@ -140,7 +140,23 @@ def findings(doc: dict) -> list[str]:
     return lines
 
 
+def overview_figure(readme: Path, source: str) -> str | None:
+    """The run's overview figure (its folder's figures/overview.png, of the first results file named),
+    as a path from the README's folder, where the run has one."""
+    import os
+    figure = Path(source.split(" + ")[0]).parent / "figures" / "overview.png"
+    found = figure if figure.is_absolute() else Path.cwd() / figure
+    return Path(os.path.relpath(found, readme.resolve().parent)).as_posix() if found.is_file() else None
+
+
+def readme_text(doc: dict, figure: str | None = None) -> str:
+    """The README's verdict: the overview figure (where given), a line a problem (findings), the tables."""
+    lead = [f"![overview: every implementation's % of its ceiling]({figure})", ""] if figure else []
+    return "\n".join([*lead, *(f"- {line}" for line in findings(doc)), "", markdown(doc)])
+
+
 def markdown(doc: dict) -> str:
+    """Each problem's table (HEADER), best first."""
     lines = []
     for problem, shows, cells in tables(doc):
         lines += [f"**{problem}** {shows}", "", "| " + " | ".join(HEADER) + " |", "|---|---:|---:|:---:|---:|---:|"]
@@ -148,8 +164,8 @@ def markdown(doc: dict) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def block(doc: dict, source: str) -> str:
-    return f"{BEGIN.format(source)}\n{markdown(doc)}{END}"
+def block(doc: dict, source: str, figure: str | None = None) -> str:
+    return f"{BEGIN.format(source)}\n{readme_text(doc, figure)}{END}"
 
 
 def in_readme(text: str) -> tuple[str, str] | None:
@@ -161,6 +177,6 @@ def in_readme(text: str) -> tuple[str, str] | None:
 def write_into(readme: Path, doc: dict, source: str) -> None:
     """Replace the README's verdict (or append one) with `doc`'s, naming `source`."""
     text = readme.read_text()
-    new = block(doc, source)
+    new = block(doc, source, overview_figure(readme, source))
     text = BLOCK.sub(lambda m: new, text, count=1) if BLOCK.search(text) else text.rstrip() + "\n\n" + new + "\n"
     readme.write_text(text)
