@@ -216,13 +216,16 @@ def test_the_second_timer_reads_the_clock_while_each_batch_runs():
 
 
 def test_a_window_scale_lengthens_every_sustained_window_and_the_second_timers_batches(monkeypatch):
-    """WAYS_WINDOW_SCALE (ways timer-check --window-scale): the row's window, its reference's parts
-    beside it and the second timer's batch count, each times the factor; nothing else is a factor."""
+    """WAYS_WINDOW_SCALE (ways timer-check --window-scale): a compute-bound row's window, its reference's
+    parts beside it and the second timer's batch count, each times the factor; nothing else is a factor."""
     from harness.measure import stopping
     from harness.run import timer_check
     monkeypatch.setenv(stopping.WINDOW_SCALE_VAR, "2")
     out = second_timer.host_batches(lambda: None, lambda: None, batch_s=1e-4, min_calls=1)
     assert out["batches"] == 2 * second_timer.BATCHES
+    # a memory-bound row's comparison is precise at scale 1: its windows and batches stay as they are
+    assert stopping.window_scale("memory") == 1.0 and second_timer.scaled_batches("memory") == second_timer.BATCHES
+    assert stopping.window_scale("compute") == 2.0
     for bad in ("0", "-1", "soon"):
         monkeypatch.setenv(stopping.WINDOW_SCALE_VAR, bad)
         with pytest.raises(ValueError, match="positive"):

@@ -71,9 +71,9 @@ def figure(batches: list[tuple[float, float | None]], calls: int) -> dict:
             "sm_clock_mhz": sum(mhz) / len(mhz) if mhz else None, "batch_sm_clock_mhz": mhz or None}
 
 
-def scaled_batches() -> int:
-    """BATCHES times the lab's window scale (stopping.window_scale), at least one."""
-    return max(1, round(BATCHES * window_scale()))
+def scaled_batches(roofline: str = "compute") -> int:
+    """BATCHES times the lab's window scale for a row of `roofline` (stopping.window_scale), at least one."""
+    return max(1, round(BATCHES * window_scale(roofline)))
 
 
 def host_batches(run, sync, batch_s: float = BATCH_S, batches: int | None = None, min_calls: int = MIN_CALLS,

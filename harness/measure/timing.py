@@ -241,7 +241,7 @@ def on_gpu(device, run, measure, roofline: str = "compute", warmup_s: float | No
     calls, dispatch_s = warm["calls"], warm["dispatch_s"]
 
     def row_window(seconds=None, batches=None, settle_s=0.0):
-        scale = window_scale()
+        scale = window_scale(roofline)
         return sustained(device, run, warm["seconds"] / max(calls, 1),
                          seconds=SUSTAINED_S[roofline] * scale if seconds is None else seconds,
                          batches=round(SUSTAINED_BATCHES * scale) if batches is None else batches,

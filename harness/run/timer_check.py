@@ -203,8 +203,8 @@ def add_arguments(ap) -> None:
     ap.add_argument("--from", dest="results", type=Path,
                     help="compare the rows of this results.json (a timer-check's run) instead of running")
     ap.add_argument("--window-scale", type=positive, default=1.0,
-                    help="a factor on every sustained window and the second timer's batches (default 1): "
-                         "a comparison's standard error falls as its square root")
+                    help="a factor on every compute-bound row's sustained window and second-timer batches "
+                         "(default 1): a comparison's standard error falls as its square root")
     ap.add_argument("--tolerance", type=float, default=TOLERANCE,
                     help=f"largest |lab / second timer - 1| of a device-bound row (default {TOLERANCE})")
 

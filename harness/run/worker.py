@@ -123,7 +123,8 @@ class Worker:
                 timing.update(timing_mod.host_call_costs(timed, s.device.sync))
             if s.device.kind == "cuda" and second_timer.wanted(problem, case) and "second_timer" not in timing:
                 timing["second_timer"] = second_timer.host_batches(
-                    timed, s.device.sync, clock=timing_mod.SmClock(s.device.device.pci_bus_id).read)
+                    timed, s.device.sync, batches=second_timer.scaled_batches(problem.roofline),
+                    clock=timing_mod.SmClock(s.device.device.pci_bus_id).read)
         s.device.sync()
         rec["timing"] = timing
         if checked(s, problem, case, rec, last["out"] if last.get("out") is not None else b.outputs,
