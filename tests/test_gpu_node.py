@@ -88,3 +88,24 @@ def test_a_step_refuses_to_run_while_a_bundle_is_not_wholly_unpacked(tmp_path, m
     assert gpu_node.main(["demo", "--out", str(tmp_path / "out")]) == 2
     assert f"lab ({tmp_path / 'lab'})" in capsys.readouterr().err and gpu_node.incomplete_bundles() == ["lab"]
     assert not (tmp_path / "out" / "demo.tgz").exists()
+
+
+def test_a_step_after_another_starts_once_that_ones_pack_is_made(tmp_path, monkeypatch):
+    """Detached steps of one sitting in turn: `--after NAME` waits for NAME's pack, then runs its own
+    step under its own limit (two runs at once would time each other's kernels)."""
+    import threading
+    monkeypatch.setattr(gpu_node, "WORK", tmp_path / "work")
+    monkeypatch.setattr(gpu_node, "WAIT_POLL_S", 0.05)
+    started = []
+    monkeypatch.setitem(gpu_node.STEPS, "demo", lambda step: started.append(time.monotonic()))
+    first = tmp_path / "work" / "packs" / "first.tgz"
+    made = []
+
+    def make_first():
+        time.sleep(0.5)
+        first.parent.mkdir(parents=True, exist_ok=True)
+        first.touch()
+        made.append(time.monotonic())
+    threading.Thread(target=make_first).start()
+    assert gpu_node.main(["demo", "--after", "first", "--out", str(tmp_path / "out"), "--partial-sites"]) == 0
+    assert made and started and started[0] >= made[0] and (tmp_path / "out" / "demo.tgz").is_file()

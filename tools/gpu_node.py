@@ -12,7 +12,8 @@ checkout's root on the node; what a call brings back goes under $OUT:
     python tools/gpu_node.py examples NAME                a tool's own published example (upstream)
     python tools/gpu_node.py wait STEP                    a step started with --detach, once it ends
 
-`--name NAME` names a step's folder and pack (STEP by default), for a second run of one step.
+`--name NAME` names a step's folder and pack (STEP by default), for a second run of one step;
+`--after NAME` starts it once NAME's pack is made, so steps started with --detach run one at a time.
 
 Works as follows:
 1. Every step runs with the sites of SITES on its path (the lab's bundle first; cuTile's and
@@ -253,6 +254,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--limit", type=float, default=LIMIT_S, help=f"seconds before SIGINT (default {LIMIT_S})")
     ap.add_argument("--name", help="the step's folder and pack (default: the step's name), e.g. a second full run")
     ap.add_argument("--detach", action="store_true", help="run on after the call; `wait STEP` brings it back")
+    ap.add_argument("--after", metavar="NAME",
+                    help="start once step NAME (started with --detach) has made its pack: one GPU run at a time")
     ap.add_argument("--dry-run", action="store_true", help="print the commands and environment, run nothing")
     ap.add_argument("--partial-sites", action="store_true",
                     help="run although a bundle is not wholly unpacked (its tools then fail or use the node's packages)")
@@ -275,6 +278,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.detach and not args.dry_run:
         return detach(argv, args.name or args.step)
+    if args.after and not args.dry_run:
+        while not (WORK / "packs" / f"{args.after}.tgz").exists():
+            time.sleep(WAIT_POLL_S)
+        args.started = time.monotonic()          # its limit counts from its own start
     Path(args.out).mkdir(parents=True, exist_ok=True)
     with Step(args.name or args.step, args) as step:
         STEPS[args.step](step)
