@@ -21,7 +21,8 @@ def test_the_readme_leads_with_the_overview_figure_and_a_line_a_problem():
     """A newcomer's first screen: the run's overview figure, then one line a problem, then the tables."""
     source, text = verdict.in_readme((ROOT / "README.md").read_text())
     doc = json.loads((ROOT / source).read_text())
-    figure = f"![overview: every implementation's % of its ceiling]({Path(source).parent.as_posix()}/figures/overview.png)"
+    folder = Path(source).parent.as_posix()
+    figure = f"![overview: every implementation's % of its ceiling]({folder}/figures/overview.png)"
     assert text.startswith(figure) and (ROOT / Path(source).parent / "figures/overview.png").is_file()
     lines = [f"- {line}" for line in verdict.findings(doc)]
     at = [text.index(line) for line in lines]

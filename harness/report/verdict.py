@@ -1,8 +1,8 @@
 """The verdict a README leads with: the run's overview figure, a line a problem, then per problem its
-headline bench case (the problem's first), every implementation's cold % of the problem's ceiling, sorted, those at VERDICT_PCT or more marked, with
-time, lines of code and cold compile time. Generated from one named results file and kept between
-markers in the README (`ways report RESULTS --readme README.md`), so a test can regenerate it and
-the README can never disagree with its run."""
+headline bench case (the problem's first), every implementation's cold % of the problem's ceiling,
+sorted, those at VERDICT_PCT or more marked, with time, lines of code and cold compile time. Generated
+from one named results file and kept between markers in the README (`ways report RESULTS --readme
+README.md`), so a test can regenerate it and the README can never disagree with its run."""
 from __future__ import annotations
 
 import re
