@@ -17,10 +17,11 @@ from backends.base import Backend, TorchArrays, TorchCuda, compiling, torch_to_d
 
 class CuteDsl(TorchArrays, TorchCuda, Backend):
     family = "tensor-core DSL"
-    variants = ("", "tvm_ffi")
+    variants = ("", "tvm_ffi", "overlap")
     # the FP8 GEMM's e4m3 operands enter as torch's uint8 bits retyped (DLPack has no e4m3): not a call
-    # whose torch tensors TVM-FFI checks against the kernel's types
-    variant_problems = {"tvm_ffi": ("attention", "elementwise", "gemm", "scan", "segreduce")}  # noqa: RUF012
+    # whose torch tensors TVM-FFI checks against the kernel's types; `overlap` is the FP8 GEMM's schedule
+    variant_problems = {"tvm_ffi": ("attention", "elementwise", "gemm", "scan", "segreduce"),  # noqa: RUF012
+                        "overlap": ("gemm_fp8",)}
     extra = "cute"
     distributions = ("nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-base", "apache-tvm-ffi", "torch")
     min_compute_capability = (8, 0)

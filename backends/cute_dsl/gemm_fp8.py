@@ -13,6 +13,9 @@ Works as follows:
    accumulator. A tensorwise case takes the same path through stride-0 views of its one scale each.
 3. The accumulator, rounded to bfloat16, leaves through shared memory by TMA stores (clipped at the
    edges), while the producer already loads the next tile's operands.
+Variant `overlap` (as DeepGEMM's consumers and Gluon's `overlap` do): a block's partial sum is scaled
+while the next block's wgmmas run, two partial sums alternating in registers; each pair of blocks ends
+with its wgmmas done (one in flight across the loop's back edge makes ptxas serialize every wgmma).
 
 Constraints: K a multiple of 128 (the problem's); N a multiple of 8 (C's rows 16-byte aligned for TMA);
 M > 1 (as gemm.py). Tile N is 128, one B scale block, so each tile has one B scale a step."""
@@ -37,8 +40,9 @@ CONSUMER_REGISTERS, PRODUCER_REGISTERS = 232, 40   # accumulator, partial sum, s
 
 
 class HopperFp8Gemm(HopperGemm):
-    def __init__(self, **knobs):
+    def __init__(self, overlap=False, **knobs):
         super().__init__(TILE_MN, (1, 1), tile_k=BLOCK, epi_stages=EPI_STAGES, **{**ORDER, **knobs})
+        self.overlap = overlap
 
     def _configure(self, a, b, c):
         self.ab_dtype, self.c_dtype = a.element_type, c.element_type
@@ -134,11 +138,12 @@ class HopperFp8Gemm(HopperGemm):
             tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB))
             frag = thr_mma.partition_C(gC).shape[:3]
             acc = cute.make_rmem_tensor(frag, self.acc_dtype)       # the float32 sum over scale blocks
-            part = cute.make_rmem_tensor(frag, self.acc_dtype)      # one block's sum, in the MMA's precision
-            scale = cute.make_rmem_tensor(frag, self.acc_dtype)     # A's row scale x B's block scale
+            # one block's sum in the MMA's precision, and A's row scale x B's block scale for it; two of
+            # each where one block's sum is scaled while the next block's wgmmas run (overlap)
+            parts = [cute.make_rmem_tensor(frag, self.acc_dtype) for _ in range(1 + self.overlap)]
+            scales = [cute.make_rmem_tensor(frag, self.acc_dtype) for _ in range(1 + self.overlap)]
             rows = thr_mma.partition_C(cute.make_identity_tensor((tm, tn)))   # each element's (row, col)
             last_row = a_scale.shape[0] - 1
-            k_blocks = cute.size(tCrA, mode=[2])
 
             r2s_atom = sm90.get_smem_store_op(self.c_major, self.c_dtype, self.acc_dtype)
             r2s = cute.make_tiled_copy_S(r2s_atom, cute.make_tiled_copy_C_atom(r2s_atom, tiled_mma))
@@ -158,27 +163,50 @@ class HopperFp8Gemm(HopperGemm):
                 sched_params, cute.arch.block_idx(), cute.arch.grid_dim())
             work = sched.initial_work_tile_info()
             read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+            free = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
             while work.is_valid_tile:
                 m, n, batch = work.tile_idx
                 acc.fill(0.0)
-                for k in cutlass.range(k_tiles, unroll=1):
-                    # the step's scales first: their loads fly while the stage arrives and the wgmmas run
-                    b_step = b_scale[(n, k)]
-                    for v in cutlass.range_constexpr(cute.size(scale)):
-                        row = cutlass.min(m * tm + rows[v][0], last_row)   # a row past M: its sum is 0, not stored
-                        scale[v] = a_scale[(row, k)] * b_step
+                scaled = (a_scale, b_scale, rows, m * tm, last_row, n)     # what a block's scales are read by
+                if cutlass.const_expr(self.overlap):
+                    # block k's sum is scaled while block k + 1's wgmmas run: two partial sums alternate,
+                    # none in flight across the loop's back edge (ptxas would serialize every wgmma)
                     ab_pipe.consumer_wait(read)
-                    warpgroup.fence()
-                    tiled_mma.set(warpgroup.Field.ACCUMULATE, False)     # a fresh partial sum each block
-                    for kb in cutlass.range_constexpr(k_blocks):
-                        cute.gemm(tiled_mma, part, tCrA[(None, None, kb, read.index)],
-                                  tCrB[(None, None, kb, read.index)], part)
-                        tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-                    warpgroup.commit_group()
-                    warpgroup.wait_group(0)
-                    ab_pipe.consumer_release(read)
+                    tiled_mma = self.block(tiled_mma, parts[0], scales[0], tCrA, tCrB, read.index, scaled, 0)
                     read.advance()
-                    acc.store(part.load() * scale.load() + acc.load())   # the promotion to float32
+                    warpgroup.wait_group(0)
+                    ab_pipe.consumer_release(free)
+                    free.advance()
+                    for j in cutlass.range((k_tiles - 1) // 2, unroll=1):
+                        for half in cutlass.range_constexpr(2):
+                            ab_pipe.consumer_wait(read)
+                            tiled_mma = self.block(tiled_mma, parts[1 - half], scales[1 - half], tCrA, tCrB,
+                                                   read.index, scaled, 2 * j + 1 + half)
+                            read.advance()
+                            acc.store(parts[half].load() * scales[half].load() + acc.load())
+                            warpgroup.wait_group(0)
+                            ab_pipe.consumer_release(free)
+                            free.advance()
+                    if cutlass.const_expr(k_tiles % 2 == 0):
+                        ab_pipe.consumer_wait(read)
+                        tiled_mma = self.block(tiled_mma, parts[1], scales[1], tCrA, tCrB, read.index, scaled,
+                                               k_tiles - 1)
+                        read.advance()
+                        acc.store(parts[0].load() * scales[0].load() + acc.load())
+                        warpgroup.wait_group(0)
+                        ab_pipe.consumer_release(free)
+                        free.advance()
+                    last = 1 if k_tiles % 2 == 0 else 0
+                    acc.store(parts[last].load() * scales[last].load() + acc.load())
+                else:
+                    for k in cutlass.range(k_tiles, unroll=1):
+                        ab_pipe.consumer_wait(read)
+                        tiled_mma = self.block(tiled_mma, parts[0], scales[0], tCrA, tCrB, read.index, scaled, k)
+                        read.advance()
+                        warpgroup.wait_group(0)
+                        ab_pipe.consumer_release(free)
+                        free.advance()
+                        acc.store(parts[0].load() * scales[0].load() + acc.load())   # the promotion to float32
 
                 gC_epi = cute.zipped_divide(gC[(None, None, m, n, batch)], self.epi_tile)
                 bSG_sC, bSG_gC = cpasync.tma_partition(tma_c, 0, cute.make_layout(1),
@@ -202,6 +230,23 @@ class HopperFp8Gemm(HopperGemm):
                 work = sched.get_current_work()
             store_pipe.producer_tail()
 
+
+    @cute.jit
+    def block(self, tiled_mma: cute.TiledMma, part: cute.Tensor, scale: cute.Tensor, tCrA: cute.Tensor,
+              tCrB: cute.Tensor, stage, scaled, k):
+        """Issues block k's wgmmas (the first one overwriting `part`) as one group, its scales read around
+        them: A's rows' before (their loads fly meanwhile), times B's block after."""
+        a_scale, b_scale, rows, row0, last_row, n = scaled
+        b_step = b_scale[(n, k)]
+        for v in cutlass.range_constexpr(cute.size(scale)):
+            scale[v] = a_scale[(cutlass.min(row0 + rows[v][0], last_row), k)]   # a row past M: sum 0, not stored
+        warpgroup.fence()
+        for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
+            tiled_mma.set(warpgroup.Field.ACCUMULATE, kb != 0)
+            cute.gemm(tiled_mma, part, tCrA[(None, None, kb, stage)], tCrB[(None, None, kb, stage)], part)
+        warpgroup.commit_group()
+        scale.store(scale.load() * b_step)
+        return tiled_mma          # its accumulate flag changed: rebound by the caller, where the tracer sees it
 
 def supports(case, variant=""):
     if device_arch() not in ("", "sm_90a"):
@@ -233,7 +278,7 @@ def compile_case(case, inputs, outputs, variant, options="", **knobs):
     tensors = [as_cute(t, variant) for t in views]
     for t in tensors[:2]:
         t.element_type = cutlass.Float8E4M3FN     # torch's e4m3 bits as the DSL's e4m3
-    return compile_once(HopperFp8Gemm(**knobs), tensors, variant, options), tensors
+    return compile_once(HopperFp8Gemm(overlap=variant == "overlap", **knobs), tensors, variant, options), tensors
 
 
 def build(case, inputs, outputs, stream, variant="", **knobs):
