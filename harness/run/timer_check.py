@@ -13,8 +13,9 @@ flush; a memory-bound row's rate, a compute-bound row's % of the fastest vendor 
 against the reference it timed beside the row), and the lab's cold headline beside both (a
 power-bound reference runs at another clock cold, so the modes' %s differ where a row draws less
 power than its reference). The exit status is 1 where a device-bound row differs by more than
---tolerance (2%), in its % or in its paired difference (below); a host-bound row (its dispatch half its device time or more) is shown, not checked:
-the second timer, synchronizing around each batch, times its host. Beside each difference, its own
+--tolerance (2%), in its % or in its paired difference (below); a host-bound row (its dispatch half
+its device time or more) is shown, not checked: the second timer, synchronizing around each batch,
+times its host. Beside each difference, its own
 precision: the standard error of the ratio of the medians it compares (the row's sustained window and
 second timer, and for a compute-bound row its adjacent reference's two), from their batches' spread;
 and the same difference with each of the row's parts paired with the reference's parts on either side
