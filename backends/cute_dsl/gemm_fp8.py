@@ -95,7 +95,8 @@ class HopperFp8Gemm(HopperGemm):
             num_stages=self.stages,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
             consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.mma_wgs * WG),
-            tx_count=self.stage_bytes, cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)), defer_sync=True)
+            tx_count=self.stage_bytes, cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)),
+            enable_multicast_signaling=True, defer_sync=True)    # one release a warp: the count it waits for
         pipeline.pipeline_init_arrive(cluster_shape_mn=(1, 1), is_relaxed=True)
 
         smem = SmemAllocator()
@@ -142,7 +143,8 @@ class HopperFp8Gemm(HopperGemm):
             # each where one block's sum is scaled while the next block's wgmmas run (overlap)
             parts = [cute.make_rmem_tensor(frag, self.acc_dtype) for _ in range(1 + self.overlap)]
             scales = [cute.make_rmem_tensor(frag, self.acc_dtype) for _ in range(1 + self.overlap)]
-            rows = thr_mma.partition_C(cute.make_identity_tensor((tm, tn)))   # each element's (row, col)
+            # each accumulator element's (row, col): this thread's own slice (the MMA's is its warpgroup's)
+            rows = tiled_mma.get_slice(ctid).partition_C(cute.make_identity_tensor((tm, tn)))
             last_row = a_scale.shape[0] - 1
 
             r2s_atom = sm90.get_smem_store_op(self.c_major, self.c_dtype, self.acc_dtype)
