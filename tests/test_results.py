@@ -123,6 +123,25 @@ def test_resume_refuses_a_run_made_on_other_gpus(tmp_path):
         resume.check(tmp_path, [{"name": "NVIDIA H100 80GB HBM3"}], {})
 
 
+def test_resume_refuses_another_window_scale(tmp_path, monkeypatch):
+    """A check resumed at another --window-scale would mix windows of two lengths in one table."""
+    from harness.measure.stopping import WINDOW_SCALE_VAR
+    from harness.run import resume
+    header = {"type": "run", "environment": {"gpus": []},
+              "run": {"id": "a", "started": "", "argv": [], "kinds": ["bench"], "window_scale": 4.0}}
+    (tmp_path / "results.jsonl").write_text(json.dumps(header) + "\n")
+    with pytest.raises(resume.NothingToResume, match="at scale 4, this one would at 1"):
+        resume.check(tmp_path, [], {})
+    monkeypatch.setenv(WINDOW_SCALE_VAR, "4")
+    resume.check(tmp_path, [], {})
+
+
+def test_timer_check_resume_needs_a_check_to_go_on_with(tmp_path):
+    from tests.test_cli import ways
+    r = ways("timer-check", "--resume", "-p", "segreduce", "--out", str(tmp_path / "none"))
+    assert r.returncode == 2 and "no run to go on with" in r.stderr, r.stderr
+
+
 def test_the_schema_takes_every_dtype_a_problem_has():
     import json
 

@@ -9,6 +9,7 @@ import dataclasses
 import shutil
 from pathlib import Path
 
+from harness.measure.stopping import window_scale
 from harness.results import records
 
 KEPT_OUTPUTS = ".crosscheck-outputs"
@@ -59,6 +60,10 @@ def check(out: Path, gpus_here: list[dict], wanted: dict, complete_ok: bool = Fa
     if doc["run"].get("selection", wanted) != wanted:
         raise NothingToResume(f"--resume: the run in {out} was `ways {' '.join(doc['run']['argv'])}`; "
                               "resume it with the same selection (problems, backends, cases, --quick, --no-compile)")
+    scale = doc["run"].get("window_scale", 1.0)
+    if scale != window_scale():
+        raise NothingToResume(f"--resume: the run in {out} timed its compute-bound windows at scale {scale:g}, "
+                              f"this one would at {window_scale():g}: resume it at the same scale")
     then = sorted(g.get("name") or "" for g in doc["environment"].get("gpus") or [])
     now = sorted(g.get("name") or "" for g in gpus_here)
     if then != now:

@@ -17,6 +17,7 @@ import backends
 import problems
 from harness.measure import env, gpu, loc, roofline, timing
 from harness.measure.phases import Phases, run_profile
+from harness.measure.stopping import window_scale
 from harness.results import crosscheck, records
 from harness.run import caches, compile_times, fingerprint, resume, supervise
 from harness.run.judged_again import Watch, short_of_memory
@@ -75,7 +76,7 @@ class Run:
             writer.write({"type": "resumed" if self.opts.resume else "run", "environment": environment, "run": {
                 "id": uuid.uuid4().hex[:12], "started": _iso(started), "argv": sys.argv[1:],
                 "kinds": list(self.opts.kinds), "quick": self.opts.quick, "gpu_lane": self.lane,
-                "selection": resume.selection(self.opts),
+                "selection": resume.selection(self.opts), "window_scale": window_scale(),
                 "custom_cases": resume.custom_json(self.opts.custom)}})
             ended = False
             load = cpu_load.CpuLoad(env.usable_core_ids())

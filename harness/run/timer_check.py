@@ -6,6 +6,7 @@ compute-bound rows' adjacent reference too.
     ways timer-check --out DIR [-p P ...] [-b B ...] [--jobs N] [--window-scale K]
                                                    (GPU; DIR/results.json, crosscheck.json, .md)
 
+    ways timer-check --out DIR --resume ...      (GPU: go on with the run a stopped call left in DIR)
     ways timer-check --from DIR/results.json --out DIR2    (no GPU: the comparison of a run made so)
 
 Per row, the second timer's figure beside the lab's in the same mode (sustained: back to back, no
@@ -31,12 +32,13 @@ import statistics
 from pathlib import Path
 
 import problems
-from harness.measure import roofline, second_timer
+from harness.measure import gpu, roofline, second_timer
 from harness.measure.roofline import adjacent_speed
 from harness.measure.stopping import WINDOW_SCALE_VAR, ratio_standard_error
 from harness.measure.timing import HOST_BOUND_SHARE
 from harness.results import merge
 from harness.results.records import host_exposed, impl_label
+from harness.run import resume
 from harness.run.plan import Options
 from harness.run.runner import Run
 
@@ -206,6 +208,8 @@ def add_arguments(ap) -> None:
     ap.add_argument("--window-scale", type=positive, default=1.0,
                     help="a factor on every compute-bound row's sustained window and second-timer batches "
                          "(default 1): a comparison's standard error falls as its square root")
+    ap.add_argument("--resume", action="store_true",
+                    help="go on with the check in --out that did not finish (the same selection and window scale)")
     ap.add_argument("--tolerance", type=float, default=TOLERANCE,
                     help=f"largest |lab / second timer - 1| of a device-bound row (default {TOLERANCE})")
 
@@ -218,9 +222,12 @@ def main(args) -> int:
         os.environ[second_timer.ENABLED_VAR] = "1"           # the workers inherit both
         os.environ[WINDOW_SCALE_VAR] = repr(args.window_scale)
         names = args.problem or problems.names()
-        doc = Run(Options(problems=names, backends=args.backend, kinds=("bench",), jobs=args.jobs, out=args.out,
-                          case_names=tuple(problems.get(p).headline_case().name for p in names),
-                          measure_compile=False)).execute()
+        opts = Options(problems=names, backends=args.backend, kinds=("bench",), jobs=args.jobs, out=args.out,
+                       case_names=tuple(problems.get(p).headline_case().name for p in names),
+                       measure_compile=False, resume=args.resume)
+        if args.resume:
+            resume.check_here(args.out, opts, list(gpu.gpus()))
+        doc = Run(opts).execute()
     rows = compare(doc)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "crosscheck.json").write_text(json.dumps(rows, indent=1) + "\n")
