@@ -1,8 +1,11 @@
 """Where the CuTe DSL FP8 GEMM leaves C unwritten or wrong: each shape built and called once (the lab's
 implementation, C poisoned with NaN, fresh inputs), then per 64-row x 128-column block of C (a consumer
-warpgroup's slab of one tile) how many elements are NaN and how many are beyond the problem's bound.
+warpgroup's slab of one tile) how many elements are NaN, zero, or beyond the problem's bound, and the
+median of C / reference over the finite ones (a scale misread shows as a ratio far from 1); with
+--repeat, whether calls on fresh poison write the same bits (a race does not).
 
-    python -m experiments.fp8_edges.probe [--variant V] [--shape M,N,K[,blockwise] ...] [--out FILE]
+    python -m experiments.fp8_edges.probe [--variant V] [--knob NAME=INT ...] [--repeat N]
+                                          [--shape M,N,K[,blockwise] ...] [--out FILE]
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ SHAPES = ["64,72,16384", "64,72,384", "64,72,2048", "128,128,16384", "136,72,163
           "64,72,16384,0", "72,1048,512", "129,257,256", "200,72,384"]
 
 
-def probe(shape: str, variant: str) -> dict:
+def probe(shape: str, variant: str, knobs: dict, repeat: int) -> dict:
     import torch
 
     import backends
@@ -32,9 +35,14 @@ def probe(shape: str, variant: str) -> dict:
     (shape_c, dt), = problem.output_spec(case).values()
     outputs = {"c": backend.to_device(poison(shape_c, dt), dt)}
     stream = torch.cuda.current_stream().cuda_stream
-    backend.build("gemm_fp8", case, inputs, outputs, stream)()
-    torch.cuda.synchronize()
-    c = backend.to_host(outputs["c"]).view(np.uint16).astype(np.uint32) << 16
+    run = backend.build("gemm_fp8", case, inputs, outputs, stream, **knobs)
+    calls = []
+    for _ in range(repeat):
+        backend.overwrite(outputs["c"], poison(shape_c, dt), dt)
+        run()
+        torch.cuda.synchronize()
+        calls.append(backend.to_host(outputs["c"]).copy())
+    c = calls[0].view(np.uint16).astype(np.uint32) << 16
     c = c.view(np.float32).astype(np.float64)
     expected = problem.reference(case, host)["c"]
     beyond = np.abs(c - expected.value) > expected.bound
@@ -44,21 +52,29 @@ def probe(shape: str, variant: str) -> dict:
             part = np.s_[i:i + SLAB[0], j:j + SLAB[1]]
             nan, wrong = int(np.isnan(c[part]).sum()), int((beyond[part] & ~np.isnan(c[part])).sum())
             if nan or wrong:
-                blocks[f"{i},{j}"] = {"nan": nan, "wrong": wrong, "of": int(c[part].size)}
-    return {"shape": shape, "variant": variant, "nan": int(np.isnan(c).sum()), "wrong": int(beyond.sum()),
-            "of": int(c.size), "bad_blocks": blocks}
+                finite = np.isfinite(c[part]) & (expected.value[part] != 0)
+                ratio = c[part][finite] / expected.value[part][finite]
+                blocks[f"{i},{j}"] = {"nan": nan, "wrong": wrong, "zero": int((c[part] == 0).sum()),
+                                      "of": int(c[part].size),
+                                      "median_ratio": float(np.median(ratio)) if ratio.size else None}
+    return {"shape": shape, "variant": variant, "knobs": knobs, "nan": int(np.isnan(c).sum()),
+            "wrong": int(beyond.sum()), "of": int(c.size),
+            "calls_alike": all(np.array_equal(calls[0], x) for x in calls[1:]), "bad_blocks": blocks}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--variant", default="", help="cute_dsl's variant: '' or overlap")
+    ap.add_argument("--knob", action="append", default=[], help="a build knob of the kernel, e.g. swizzle=1")
+    ap.add_argument("--repeat", type=int, default=2, help="calls on fresh poison, compared bit for bit")
     ap.add_argument("--shape", action="append", help="M,N,K[,blockwise] (default: the edge shapes above)")
     ap.add_argument("--out", help="also write the results here, as JSON")
     args = ap.parse_args()
+    knobs = {name: int(value) for name, value in (k.split("=", 1) for k in args.knob)}
     results = []
     for shape in args.shape or SHAPES:
         try:
-            results.append(probe(shape, args.variant))
+            results.append(probe(shape, args.variant, knobs, args.repeat))
         except Exception as exc:             # one shape's failure is its result, the others still run
             results.append({"shape": shape, "variant": args.variant, "error": f"{type(exc).__name__}: {exc}"})
         print(json.dumps(results[-1]), flush=True)
