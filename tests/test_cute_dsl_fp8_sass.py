@@ -67,3 +67,11 @@ def test_overlap_scales_the_last_block_while_the_next_blocks_wgmmas_run(tmp_path
     assert len(qgmma) == 4 * len(waits)                   # one wait a block of four: none serialized
     between = [sum(o == "FFMA" for o in ops[q:next(w for w in waits if w > q)]) for q in qgmma[3::4]]
     assert max(between) >= TILE_ELEMENTS_A_THREAD - 1    # a block's promotion after its successor's issue
+
+
+@NEEDS[0]
+def test_the_scheduler_pads_no_tile_that_would_alias_tile_0():
+    """A swizzle of 8 over one column tile padded it to eight, seven of them folded onto tile 0 (their
+    stores raced its own: 64x72x16384 came back NaN on the H200)."""
+    from backends.cute_dsl.gemm import unpadded_swizzle
+    assert [unpadded_swizzle(n, 8) for n in (1, 2, 3, 6, 9, 56, 64)] == [1, 2, 1, 2, 1, 8, 8]

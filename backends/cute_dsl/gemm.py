@@ -41,6 +41,16 @@ TILE_MN, CLUSTER_MN, ORDER = (128, 256), (2, 1), {"swizzle": 8, "raster_along_m"
 WG = 128  # threads per warpgroup
 
 
+def unpadded_swizzle(across: int, swizzle: int) -> int:
+    """The largest power of two up to `swizzle` dividing `across`, the count of tiles (of clusters) the
+    scheduler rasters across. It pads that count to a multiple of its swizzle, and a padded tile past a
+    mode of one tile (static, so its coordinate is folded away) loads and stores tile 0 again, racing the
+    CTA that owns it."""
+    while across % swizzle:
+        swizzle //= 2
+    return swizzle
+
+
 def load_op(multicast):
     """TMA load op for an operand shared by `multicast` CTAs of the cluster."""
     return cpasync.CopyBulkTensorTileG2SMulticastOp() if multicast > 1 else cpasync.CopyBulkTensorTileG2SOp()
@@ -93,6 +103,13 @@ class HopperGemm:
                 sm90.make_smem_layout_b(b_major, self.tile_mnk, self.ab_dtype, self.stages),
                 sm90.make_smem_layout_epi(self.c_dtype, self.c_major, self.epi_tile, self.epi_stages))
 
+    def scheduler(self, ntiles):
+        """The persistent tile scheduler's parameters, its swizzle one that pads no tile (unpadded_swizzle)."""
+        cm, cn = self.cluster_mn
+        across = -(-ntiles[1] // cn) if self.raster_along_m else -(-ntiles[0] // cm)
+        return utils.PersistentTileSchedulerParams(ntiles, (cm, cn, 1), unpadded_swizzle(across, self.swizzle),
+                                                   self.raster_along_m)
+
     @cute.jit
     def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream: cuda.CUstream):
         a_smem, b_smem, c_smem = self._configure(a, b, c)
@@ -107,7 +124,7 @@ class HopperGemm:
                                                 cute.slice_(c_smem, (None, None, 0)), self.epi_tile)
         # output tiles (rounded up: partial edge tiles are still whole tiles to the kernel)
         ntiles = cute.ceil_div(c.shape, (tm, tn, 1))
-        sched = utils.PersistentTileSchedulerParams(ntiles, (cm, cn, 1), self.swizzle, self.raster_along_m)
+        sched = self.scheduler(ntiles)
         grid = utils.StaticPersistentTileScheduler.get_grid_shape(sched, self.max_active_clusters)
         self.kernel(self.tiled_mma, tma_a, tA, tma_b, tB, tma_c, tC, a_smem, b_smem, c_smem, sched).launch(
             grid=grid, block=[self.threads, 1, 1], cluster=(cm, cn, 1), stream=stream)

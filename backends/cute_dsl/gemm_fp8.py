@@ -73,7 +73,7 @@ class HopperFp8Gemm(HopperGemm):
         tma_c, tC = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c,
                                                 cute.slice_(c_smem, (None, None, 0)), self.epi_tile)
         ntiles = cute.ceil_div(c.shape, (tm, tn, 1))
-        sched = utils.PersistentTileSchedulerParams(ntiles, (1, 1, 1), self.swizzle, self.raster_along_m)
+        sched = self.scheduler(ntiles)
         grid = utils.StaticPersistentTileScheduler.get_grid_shape(sched, self.max_active_clusters)
         self.kernel(self.tiled_mma, tma_a, tA, tma_b, tB, tma_c, tC, a_scale, b_scale, a_smem, b_smem, c_smem,
                     sched).launch(grid=grid, block=[self.threads, 1, 1], cluster=(1, 1, 1), stream=stream)
