@@ -18,7 +18,7 @@ def cpu_only(monkeypatch):
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
 
 
-@pytest.mark.parametrize("problem", ["elementwise", "segreduce", "gemm", "attention", "scan"])
+@pytest.mark.parametrize("problem", ["elementwise", "segreduce", "gemm", "attention", "scan", "gemm_fp8"])
 @pytest.mark.parametrize("variant", ["", "mosaic_gpu"])
 def test_every_case_lowers_for_h100(problem, variant):
     import backends
@@ -34,6 +34,14 @@ def test_every_case_lowers_for_h100(problem, variant):
         assert ("mosaic_gpu" if variant else "__gpu$xla.gpu.triton") in text
         lowered += 1
     assert lowered
+
+
+def test_mosaic_gpu_fp8_gemm_lowers_to_e4m3_wgmma():
+    """Mosaic GPU's lowering goes down to the PTX of its wgmma: the FP8 GEMM's is e4m3 x e4m3 into fp32."""
+    from backends.jax_pallas import lower_for_h100
+    text = lower_for_h100("gemm_fp8", problems.get("gemm_fp8").case("8192x8192x8192-e4m3-blockwise"),
+                          "mosaic_gpu").as_text()
+    assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in text
 
 
 def _jax_at_least(major, minor):

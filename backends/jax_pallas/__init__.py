@@ -40,7 +40,8 @@ class JaxPallas(TorchArrays, TorchStream, Backend):
     family = "tile"
     extra = "pallas"
     variants = ("", "mosaic_gpu")
-    variant_problems = {"mosaic_gpu": ("elementwise", "gemm", "segreduce", "attention")}   # noqa: RUF012
+    variant_problems = {"": ("elementwise", "gemm", "segreduce", "attention", "scan"),   # noqa: RUF012
+                        "mosaic_gpu": ("elementwise", "gemm", "segreduce", "attention", "gemm_fp8")}
     distributions = ("jax", "jaxlib", "jax-cuda13-plugin", "jax-cuda13-pjrt", "torch")
     min_compute_capability = (8, 0)
     min_driver_cuda = (13, 0)      # the jax-cuda13 plugin (the node's); its docs ask for driver >= 580
