@@ -308,6 +308,18 @@ def test_timer_check_compares_each_rows_headline_figure_with_the_second_timers()
     assert "| gemm |" in text and "host-bound: not checked" in text
 
 
+def test_a_check_stopped_before_its_ceiling_row_puts_each_row_against_its_adjacent_reference():
+    row = _row("triton", "", 2.0, {**_beside(1.6), "sustained_ms": 1.8, "second_timer_ms": 1.85},
+               sustained_ms=2.25)
+    row["timing"]["second_timer"] = {"median_ms": 2.3}
+    doc = {"references": {"theoretical": {}}, "records": [row]}        # no vendor row: no % of a ceiling
+    roofline.apply(doc)
+    (x,) = timer_check.compare(doc)
+    assert "array_api[torch] beside it" in x["figure"] and x["reference"] == "array_api[torch]"
+    assert (x["lab"], x["second"], x["headline"]) == pytest.approx((80.0, 100 * 1.85 / 2.3, 80.0))
+    assert x["difference"] == pytest.approx(0.8 / (1.85 / 2.3) - 1)
+
+
 def test_timer_check_pairs_each_rows_part_with_the_reference_parts_beside_it():
     """R, B, R, ..., B, R under a clock that slows steadily: each part against the mean of the reference's
     parts on either side of it gives the same speed ratio whatever the drift; both timers' pairs."""

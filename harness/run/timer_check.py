@@ -102,6 +102,17 @@ def host_bound(t: dict) -> bool:
                             and sus["dispatch_us"] / 1e3 >= HOST_BOUND_SHARE * t["device_ms_sustained"]))
 
 
+def against_adjacent(t: dict) -> dict:
+    """A compute-bound row's figures as % of the reference timed beside it, each timer's own, where the
+    run has no fastest vendor row to put them against (a check stopped before the ceiling's own row)."""
+    adj, cold = t["adjacent"], t.get("device_ms_cold")
+    second = adj.get("second_timer_ms")
+    return {"figure": f"% of {adj['label']} beside it (no ceiling row in this run)", "reference": adj["label"],
+            "lab": 100 * adj["sustained_ms"] / t["device_ms_sustained"],
+            "second": 100 * second / t["second_timer"]["median_ms"] if second else None,
+            "headline": 100 * adj["ms"] / cold if cold and adj.get("ms") else None}
+
+
 def compare(doc: dict) -> list[dict]:
     """Per timed row: the second timer's figure beside the lab's in the same mode (sustained: back to
     back, no flush), the difference that is checked (lab / second - 1), and the lab's cold headline
@@ -121,6 +132,8 @@ def compare(doc: dict) -> list[dict]:
             rate = r["work"]["bytes"] / 1e6
             row.update(figure="GB/s", lab=rate / t["device_ms_sustained"], second=rate / second_ms,
                        headline=rate / t["device_ms_cold"] if t.get("device_ms_cold") else None)
+        elif t.get("pct_of_peak_sustained") is None and (t.get("adjacent") or {}).get("sustained_ms"):
+            row.update(against_adjacent(t))
         else:
             vendor = [second_speed(v) for v in doc["records"] if v["problem"] == r["problem"]
                       and v["case"] == r["case"] and impl_label(v) in problem.vendor]
