@@ -13,6 +13,7 @@ import pytest
 
 import backends
 import problems
+from harness.run.registry import parse_backend
 from tests.conftest import run_lab
 
 # backend -> (module, environment switch, word in the reason for what it skips, dtypes it runs)
@@ -25,8 +26,8 @@ TOOLS = {"numba_simt": ("numba", "NUMBA_ENABLE_CUDASIM", "simulator", {"attentio
          "helion[fixed]": ("helion", "TRITON_INTERPRET", "interpreter",
                            {"gemm": {"float32", "float16"}, "attention": {"float16"},
                             "": {"float32", "float16", "bfloat16"}})}
-PAIRS = [pytest.param(b, p, id=f"{b}-{p}") for b in TOOLS for p in backends.problems_of(b.partition("[")[0])
-         if b.rstrip("]").partition("[")[2] in backends.get(b.partition("[")[0]).variants_of(p)]
+PAIRS = [pytest.param(b, p, id=f"{b}-{p}") for b in TOOLS for name, variant in [parse_backend(b)]
+         for p in backends.problems_of(name) if (variant or "") in backends.get(name).variants_of(p)]
 # a case's limit: the run's own rule is a GPU's (a minute and builds), a simulated block runs its threads
 # in Python (numba's simulator: over a minute for 1000 one-column rows)
 SIMULATED_CASE_LIMIT_S = 600.0

@@ -82,11 +82,10 @@ def gemm_fp8(a, b, a_scale, b_scale, *, variant):
 
 
 def specs(case):
-    m, n, k = case.shape["M"], case.shape["N"], case.shape["K"]
-    blockwise = case.shape["blockwise"]
-    scales = ((m, k // BLOCK), (pl.cdiv(n, BLOCK), k // BLOCK)) if blockwise else ((1, 1), (1, 1))
-    return gemm_fp8, [jax.ShapeDtypeStruct((m, k), jnp.uint8), jax.ShapeDtypeStruct((n, k), jnp.uint8),
-                      *(jax.ShapeDtypeStruct(s, jnp.float32) for s in scales)]
+    import problems
+    shapes = problems.get("gemm_fp8").input_shapes(case)
+    return gemm_fp8, [jax.ShapeDtypeStruct(shapes[name], jnp.uint8 if name in ("a", "b") else jnp.float32)
+                      for name in ("a", "b", "a_scale", "b_scale")]
 
 
 def build(case, inputs, outputs, stream, variant=""):

@@ -25,16 +25,16 @@ def probe(shape: str, variant: str, knobs: dict, repeat: int) -> dict:
 
     import backends
     import problems
-    from problems.base import poison
+    from problems.base import decode, poison
     m, n, k, *blockwise = (int(x) for x in shape.split(","))
     problem, backend = problems.get("gemm_fp8"), backends.get("cute_dsl", variant)
     case = problem.custom_case({"M": m, "N": n, "K": k, "blockwise": blockwise[0] if blockwise else 1},
                                "float8_e4m3", kind="test")
-    host = problem.make_inputs(case, 0)
-    inputs = {name: backend.to_device(v, case.dtype) for name, v in host.items()}
     why_not = backends.implementation("cute_dsl", "gemm_fp8").supports(case, variant)
     if why_not:
         return {"shape": shape, "variant": variant, "not_applicable": why_not}
+    host = problem.make_inputs(case, 0)
+    inputs = {name: backend.to_device(v, case.dtype) for name, v in host.items()}
     (shape_c, dt), = problem.output_spec(case).values()
     outputs = {"c": backend.to_device(poison(shape_c, dt), dt)}
     stream = torch.cuda.current_stream().cuda_stream
@@ -45,8 +45,7 @@ def probe(shape: str, variant: str, knobs: dict, repeat: int) -> dict:
         run()
         torch.cuda.synchronize()
         calls.append(backend.to_host(outputs["c"]).copy())
-    c = calls[0].view(np.uint16).astype(np.uint32) << 16
-    c = c.view(np.float32).astype(np.float64)
+    c = decode(calls[0], dt)
     expected = problem.reference(case, host)["c"]
     beyond = np.abs(c - expected.value) > expected.bound
     blocks = {}
